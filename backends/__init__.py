@@ -1,0 +1,1 @@
+"""Engine backends (``polysql.backends``): one module per engine, plus the protocol in ``base``."""

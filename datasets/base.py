@@ -1,0 +1,45 @@
+"""What a dataset is to the rest of polysql: questions with gold SQL over source databases."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One natural-language question with its gold SQL, written for ``source_dialect``."""
+
+    id: str
+    db_id: str
+    question: str
+    gold_sql: str
+    evidence: str = ""
+    tags: tuple[str, ...] = ()
+    source_dialect: str = "sqlite"
+    difficulty: str | None = None
+
+
+@dataclass(slots=True)
+class Dataset(ABC):
+    """A named set of questions over one or more source databases (SQLite files)."""
+
+    name: str
+    questions: list[Question] = field(default_factory=list)
+
+    @abstractmethod
+    def database_path(self, db_id: str) -> Path:
+        """Path of the SQLite source database for ``db_id`` (built on demand if needed)."""
+
+    def database_url(self, db_id: str) -> str:
+        return f"sqlite:///{self.database_path(db_id)}"
+
+    def db_ids(self) -> list[str]:
+        return sorted({q.db_id for q in self.questions})
+
+    def question(self, question_id: str) -> Question:
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(question_id)

@@ -1,0 +1,35 @@
+"""polysql: evaluate SQL-producing systems across SQL dialects by dual execution.
+
+Public API (stable): :func:`connect`, :func:`compare`, :func:`load`, and the data types
+:class:`Result`, :class:`ExecError`, :class:`Verdict`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from polysql.model import ExecError, Result, Verdict
+from polysql.registry import connect
+
+if TYPE_CHECKING:
+    from polysql.schema import LoadReport
+
+__version__ = "0.1.0"
+
+__all__ = ["ExecError", "Result", "Verdict", "__version__", "compare", "connect", "load"]
+
+
+def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
+            ordered: bool | None = None, **policy: Any) -> Verdict:
+    """Decide whether ``pred`` answers the same as ``gold`` under the comparison contract
+    (docs/comparison.md). ``ordered=None`` infers order sensitivity from ``gold_sql``."""
+    from polysql.normalizers.compare import compare as _compare
+
+    return _compare(gold, pred, gold_sql=gold_sql, ordered=ordered, **policy)
+
+
+def load(source_url: str, target_url: str, **options: Any) -> LoadReport:
+    """Copy the database at ``source_url`` into ``target_url`` (idempotent by source fingerprint)."""
+    from polysql.loading import load as _load
+
+    return _load(source_url, target_url, **options)

@@ -11,8 +11,10 @@ raise for a problem with the statement itself: it returns a :class:`~polysql.Res
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -25,6 +27,11 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
 
 
+def _safe_name(text: str) -> str:
+    """A file-name-safe rendering of a dataset or database id."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "_"
+
+
 class Backend(ABC):
     """One connection to one engine holding one database."""
 
@@ -35,7 +42,22 @@ class Backend(ABC):
     #: declared features, e.g. {"read_only", "timeout", "load_target", "load_source"}
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
+    #: engines that keep each evaluation database in one local file set this (".duckdb")
+    file_suffix: ClassVar[str | None] = None
+
     url: URL
+
+    @classmethod
+    def evaluation_url(cls, base: URL, *, dataset: str, db_id: str, cache_dir: Path) -> URL:
+        """Where this engine keeps its evaluation copy of ``dataset``/``db_id``.
+
+        File engines get one file per database under the cache; server engines override this to
+        name a database on the server ``base`` points to.
+        """
+        if cls.file_suffix is None:
+            raise NotImplementedError(f"{cls.name} backend must define evaluation_url")
+        path = cache_dir / "engines" / cls.name / _safe_name(dataset) / f"{_safe_name(db_id)}{cls.file_suffix}"
+        return base.set(database=str(path))
 
     @classmethod
     @abstractmethod

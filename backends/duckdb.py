@@ -1,0 +1,170 @@
+"""DuckDB backend: an evaluation engine and the usual load target for SQLite sources.
+
+URLs: ``duckdb:///relative/path.duckdb``, ``duckdb:////absolute/path.duckdb``, ``duckdb://`` or
+``duckdb:///:memory:`` (in-memory). Evaluation connections (``read_only=True``, the default) open
+the file read-only with external access, extension autoloading and configuration changes disabled,
+and run only SELECT/EXPLAIN statements. The timeout is a timer that calls
+``DuckDBPyConnection.interrupt()``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import duckdb
+from polysql.backends._duckdb_safety import ALLOWED_STATEMENTS, SAFE_CONFIG, classify
+from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
+from sqlalchemy.engine import URL
+
+from polysql.errors import ConfigError, EngineUnavailableError
+from polysql.model import Result
+from polysql.registry import parse_url
+from polysql.schema import LoadReport
+
+_CONFIG_OPTIONS = ("threads", "memory_limit")
+
+
+def database_path(url: URL) -> Path | None:
+    """The file a ``duckdb://`` URL names, or None for an in-memory database."""
+    database = url.database
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+class DuckDBBackend(Backend):
+    """One DuckDB database (file or in-memory). File connections open lazily, so a load can
+    replace the file before anything holds it open."""
+
+    name: ClassVar[str] = "duckdb"
+    dialect: ClassVar[str] = "duckdb"
+    capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+
+    def __init__(self, url: URL, *, read_only: bool, config: dict[str, Any]) -> None:
+        self.url = url
+        self.path = database_path(url)
+        self.read_only = read_only
+        self._config = config
+        self._conn: duckdb.DuckDBPyConnection | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> DuckDBBackend:
+        unknown = sorted(set(options) - set(_CONFIG_OPTIONS))
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) for the duckdb backend: {', '.join(unknown)}; "
+                f"supported: read_only, {', '.join(_CONFIG_OPTIONS)}")
+        parsed = parse_url(url)
+        path = database_path(parsed)
+        if read_only and path is not None and not path.is_file():
+            raise EngineUnavailableError(
+                f"DuckDB database file {str(path)!r} does not exist (resolved from the URL path; "
+                f"use duckdb:///relative/path or duckdb:////absolute/path)")
+        backend = cls(parsed, read_only=read_only, config={**SAFE_CONFIG, **options})
+        backend._connection()  # fail now, not on first query, if the file cannot be opened
+        return backend
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._closed:
+            raise EngineUnavailableError(f"{self!r} is closed")
+        if self._conn is None:
+            target = ":memory:" if self.path is None else str(self.path)
+            # DuckDB cannot open an in-memory database read-only; the statement filter in
+            # execute() keeps such a connection read-only instead.
+            file_read_only = self.read_only and self.path is not None
+            try:
+                self._conn = duckdb.connect(target, read_only=file_read_only,
+                                            config=dict(self._config))
+            except duckdb.Error as exc:
+                raise EngineUnavailableError(
+                    f"cannot open DuckDB database {target!r}: {exc}") from exc
+        return self._conn
+
+    def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
+                max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        with self._lock:
+            try:
+                conn = self._connection()
+            except EngineUnavailableError as exc:
+                return Result.failed("unavailable", str(exc), engine=self.name)
+            return self._execute_locked(conn, sql, timeout, max_rows)
+
+    def _refusal(self, sql: str) -> Result | None:
+        """A failed Result if ``sql`` is not exactly one statement this connection may run."""
+        try:
+            statements = duckdb.extract_statements(sql)
+        except duckdb.Error as exc:
+            return Result.failed(classify(exc, interrupted=False), str(exc), engine=self.name)
+        if not statements:
+            return Result.failed("syntax", "no SQL statement found", engine=self.name)
+        if len(statements) > 1:
+            return Result.failed(
+                "forbidden", f"exactly one statement is evaluated, got {len(statements)}",
+                engine=self.name)
+        kind = statements[0].type
+        if self.read_only and kind not in ALLOWED_STATEMENTS:
+            return Result.failed(
+                "forbidden", f"{kind.name} statements are not allowed on a read-only connection",
+                engine=self.name)
+        return None
+
+    def _execute_locked(self, conn: duckdb.DuckDBPyConnection, sql: str, timeout: float,
+                        max_rows: int) -> Result:
+        started = time.perf_counter()
+        refusal = self._refusal(sql)
+        if refusal is not None:
+            refusal.elapsed = time.perf_counter() - started
+            return refusal
+        fired = threading.Event()
+
+        def interrupt() -> None:
+            fired.set()
+            conn.interrupt()
+
+        timer = threading.Timer(timeout, interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            cursor = conn.execute(sql)
+            description = cursor.description or []
+            rows = cursor.fetchmany(max_rows + 1) if description else []
+        except (duckdb.Error, MemoryError) as exc:
+            kind = classify(exc, interrupted=fired.is_set())
+            message = str(exc)
+            if kind == "timeout":
+                message = f"statement exceeded the {timeout:g}s timeout ({message})"
+            return Result.failed(kind, message, elapsed=time.perf_counter() - started,
+                                 engine=self.name)
+        finally:
+            timer.cancel()
+        truncated = len(rows) > max_rows
+        return Result(columns=[d[0] for d in description], rows=rows[:max_rows],
+                      types=[str(d[1]) for d in description],
+                      elapsed=time.perf_counter() - started, truncated=truncated,
+                      engine=self.name)
+
+    def version(self) -> str:
+        return duckdb.__version__
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- load target -------------------------------------------------------------------------
+    def load(self, source: Backend, *, fingerprint: str | None = None,
+             replace: bool = False) -> LoadReport:
+        from polysql.backends._duckdb_load import load_into_duckdb
+
+        with self._lock:
+            return load_into_duckdb(self, source, fingerprint=fingerprint, replace=replace)

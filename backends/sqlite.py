@@ -1,0 +1,195 @@
+"""SQLite backend: the source engine of most datasets, and an evaluation engine in its own right.
+
+URLs: ``sqlite:///relative/path.sqlite``, ``sqlite:////absolute/path.sqlite``, ``sqlite://``
+(in-memory). Evaluation connections (``read_only=True``, the default) open the file with
+``mode=ro`` and install an authorizer that refuses writes, ATTACH/DETACH and state-changing
+pragmas; extension loading stays disabled. The timeout is a progress handler that aborts the
+statement once its deadline has passed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+import pyarrow as pa
+from polysql.backends._sqlite_safety import classify, read_only_authorizer
+from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
+from sqlalchemy.engine import URL
+
+from polysql.errors import ConfigError, EngineUnavailableError
+from polysql.model import Result
+from polysql.registry import parse_url
+from polysql.schema import LoadReport, Table
+
+# SQLite calls the progress handler every this many virtual-machine instructions; small enough
+# that a runaway query stops within milliseconds of its deadline, large enough to cost nothing.
+_PROGRESS_INTERVAL = 10_000
+
+# Storage-class names reported in Result.types (SQLite has no static result types).
+_STORAGE_CLASS = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}
+
+
+def database_path(url: URL) -> Path | None:
+    """The file a ``sqlite://`` URL names, or None for an in-memory database."""
+    database = url.database
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+def _open(path: Path | None, *, read_only: bool) -> sqlite3.Connection:
+    if path is None:
+        target = ":memory:"
+        uri = False
+    else:
+        if read_only and not path.is_file():
+            raise EngineUnavailableError(
+                f"SQLite database file {str(path)!r} does not exist (resolved from the URL path; "
+                f"use sqlite:///relative/path or sqlite:////absolute/path)")
+        target = f"file:{quote(str(path))}?mode={'ro' if read_only else 'rwc'}"
+        uri = True
+    try:
+        # isolation_level=None: autocommit, so writes on a load/test connection are visible at
+        # once and evaluated SQL never leaves a transaction open. check_same_thread=False lets a
+        # runner thread use the connection; the backend's lock serialises access.
+        conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}: {exc}") from exc
+    # Builds without extension support lack the method; then loading is impossible anyway.
+    disable_extensions = getattr(conn, "enable_load_extension", None)
+    if disable_extensions is not None:
+        disable_extensions(False)
+    return conn
+
+
+def result_types(rows: list[tuple[Any, ...]], width: int) -> list[str]:
+    """Per column, the storage class of its first non-NULL value, or "" if it has none."""
+    types = [""] * width
+    missing = set(range(width))
+    for row in rows:
+        for index in list(missing):
+            value = row[index]
+            if value is not None:
+                types[index] = _STORAGE_CLASS.get(type(value), type(value).__name__.upper())
+                missing.discard(index)
+        if not missing:
+            break
+    return types
+
+
+class SQLiteBackend(Backend):
+    """One SQLite database (file or in-memory)."""
+
+    name: ClassVar[str] = "sqlite"
+    dialect: ClassVar[str] = "sqlite"
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"read_only", "timeout", "load_source", "load_target"})
+
+    def __init__(self, url: URL, conn: sqlite3.Connection, *, read_only: bool) -> None:
+        self.url = url
+        self.path = database_path(url)
+        self.read_only = read_only
+        self._conn: sqlite3.Connection | None = conn
+        self._lock = threading.Lock()
+        if read_only:
+            conn.set_authorizer(read_only_authorizer)
+
+    @classmethod
+    def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> SQLiteBackend:
+        if options:
+            raise ConfigError(
+                f"unknown option(s) for the sqlite backend: {', '.join(sorted(options))}; "
+                f"supported: read_only")
+        parsed = parse_url(url)
+        return cls(parsed, _open(database_path(parsed), read_only=read_only), read_only=read_only)
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise EngineUnavailableError(f"{self!r} is closed")
+        return self._conn
+
+    def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
+                max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        if self._conn is None:
+            return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
+        with self._lock:
+            return self._execute_locked(self._conn, sql, timeout, max_rows)
+
+    def _execute_locked(self, conn: sqlite3.Connection, sql: str, timeout: float,
+                        max_rows: int) -> Result:
+        started = time.perf_counter()
+        deadline = started + timeout
+        conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), _PROGRESS_INTERVAL)
+        cursor = conn.cursor()
+        try:
+            cursor.execute(sql)
+            columns = [d[0] for d in cursor.description or ()]
+            rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
+        except (sqlite3.Error, MemoryError, OverflowError) as exc:
+            elapsed = time.perf_counter() - started
+            kind = classify(exc, deadline_passed=time.perf_counter() > deadline)
+            if kind == "timeout":
+                message = f"statement exceeded the {timeout:g}s timeout ({exc})"
+            else:
+                message = str(exc)
+            return Result.failed(kind, message, sqlstate=None, elapsed=elapsed, engine=self.name)
+        finally:
+            cursor.close()
+            conn.set_progress_handler(None, 0)
+        truncated = len(rows) > max_rows
+        rows = rows[:max_rows]
+        return Result(columns=columns, rows=rows, types=result_types(rows, len(columns)),
+                      elapsed=time.perf_counter() - started, truncated=truncated,
+                      engine=self.name)
+
+    def version(self) -> str:
+        return sqlite3.sqlite_version
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- load source -------------------------------------------------------------------------
+    def tables(self) -> list[Table]:
+        from polysql.backends._sqlite_types import introspect
+
+        with self._lock:
+            return introspect(self.connection)
+
+    def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        from polysql.backends._sqlite_read import read_batches
+
+        # Hold the lock per batch, not for the whole stream, so a slow consumer cannot starve
+        # other users of this connection for the whole copy.
+        yield from read_batches(self.connection, table, batch_size=batch_size, lock=self._lock)
+
+    def fingerprint(self) -> str:
+        from polysql.backends._fingerprint import sqlite_fingerprint
+
+        with self._lock:
+            return sqlite_fingerprint(self.connection, self.path)
+
+    # -- load target -------------------------------------------------------------------------
+    def load(self, source: Backend, *, fingerprint: str | None = None,
+             replace: bool = False) -> LoadReport:
+        from polysql.backends._sqlite_load import load_into_sqlite
+
+        return load_into_sqlite(self, source, fingerprint=fingerprint, replace=replace)
+
+    def _reopen(self) -> None:
+        """Reconnect after the file under this backend was replaced by a load."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = _open(self.path, read_only=self.read_only)
+            if self.read_only:
+                self._conn.set_authorizer(read_only_authorizer)

@@ -1,0 +1,108 @@
+"""Accuracy per (predictor, engine) from sweep records, with Wilson 95% intervals.
+
+Questions whose gold query failed (``invalid_gold``) are left out of the denominator and counted
+on their own: a broken gold says nothing about the candidate. Every other record counts,
+including generation failures, missing predictions and execution errors.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from scipy.stats import binomtest
+
+STATUSES = ("match", "mismatch", "exec_error", "generation_failure", "invalid_gold")
+
+
+def wilson_interval(correct: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
+    if total == 0:
+        return (0.0, 0.0)
+    ci = binomtest(correct, total).proportion_ci(confidence_level=confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
+@dataclass(slots=True)
+class Cell:
+    """Accuracy of one predictor on one engine (optionally restricted to one tag)."""
+
+    predictor: str
+    engine: str
+    total: int = 0  # denominator: every record except invalid_gold
+    correct: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.total if self.total else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["statuses"] = dict(self.statuses)
+        out["error_kinds"] = dict(self.error_kinds)
+        out["accuracy"] = self.accuracy
+        return out
+
+
+def _add(cell: Cell, record: dict[str, Any]) -> None:
+    status = record["status"]
+    cell.statuses[status] += 1
+    if status == "invalid_gold":
+        return
+    cell.total += 1
+    cell.correct += int(status == "match")
+    if status == "exec_error":
+        error = (record.get("pred") or {}).get("error") or {}
+        cell.error_kinds[error.get("kind", "unknown")] += 1
+
+
+def _finish(cells: Iterable[Cell]) -> None:
+    for cell in cells:
+        cell.ci_low, cell.ci_high = wilson_interval(cell.correct, cell.total)
+
+
+@dataclass(slots=True)
+class Summary:
+    cells: list[Cell]
+    by_tag: dict[str, list[Cell]]
+    datasets: list[str]
+    questions: int
+
+    def cell(self, predictor: str, engine: str) -> Cell:
+        for c in self.cells:
+            if c.predictor == predictor and c.engine == engine:
+                return c
+        raise KeyError((predictor, engine))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "datasets": self.datasets,
+            "questions": self.questions,
+            "cells": [c.to_dict() for c in self.cells],
+            "by_tag": {tag: [c.to_dict() for c in cells] for tag, cells in self.by_tag.items()},
+        }
+
+
+def summarize(records: Iterable[dict[str, Any]]) -> Summary:
+    cells: dict[tuple[str, str], Cell] = {}
+    tag_cells: dict[str, dict[tuple[str, str], Cell]] = defaultdict(dict)
+    datasets: set[str] = set()
+    questions: set[tuple[str, str]] = set()
+    for record in records:
+        key = (record["predictor"], record["engine"])
+        datasets.add(record["dataset"])
+        questions.add((record["dataset"], str(record["question_id"])))
+        _add(cells.setdefault(key, Cell(*key)), record)
+        for tag in record.get("tags") or ():
+            _add(tag_cells[tag].setdefault(key, Cell(*key)), record)
+    ordered = [cells[k] for k in sorted(cells)]
+    _finish(ordered)
+    by_tag = {tag: [tc[k] for k in sorted(tc)] for tag, tc in sorted(tag_cells.items())}
+    for tag_list in by_tag.values():
+        _finish(tag_list)
+    return Summary(cells=ordered, by_tag=by_tag, datasets=sorted(datasets), questions=len(questions))

@@ -1,0 +1,67 @@
+"""The one-namespace layout: every mapped folder imports as polysql.*, and nowhere else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MAPPED = ["polysql.backends", "polysql.datasets", "polysql.normalizers", "polysql.analysis",
+          "polysql.leaderboard"]
+
+
+def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_mapped_packages_import_from_outside_the_repo(tmp_path: Path) -> None:
+    done = run_python("import " + ", ".join(MAPPED) + "; import polysql; print(polysql.__version__)",
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_our_datasets_folder_never_shadows_huggingface_datasets() -> None:
+    # From the repository root the folder is importable as a top-level package by accident;
+    # it must refuse with a message that says what happened and what to do.
+    done = run_python("import datasets", cwd=REPO)
+    if "polysql" not in done.stderr and done.returncode == 0:
+        pytest.fail("`import datasets` from the repo root imported something without complaint: "
+                    f"{done.stdout}{done.stderr}")
+    if done.returncode != 0:
+        assert "must only be imported as 'polysql.datasets'" in done.stderr
+    # the proper name works from the same place
+    ok = run_python("import polysql.datasets.base", cwd=REPO)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_built_wheel_contains_every_mapped_package_and_the_demo_data(tmp_path: Path) -> None:
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = tmp_path.glob("polysql-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for package in ["polysql", *MAPPED, "polysql.datasets.demo"]:
+        assert f"{package.replace('.', '/')}/__init__.py" in names, package
+    assert "polysql/datasets/demo/questions.json" in names
+    assert not any(n.startswith(("datasets/", "backends/", "tests/")) for n in names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[polysql.backends]" in text and "sqlite = polysql.backends.sqlite:SQLiteBackend" in text
+
+    # importing from the unpacked wheel (not the repo) finds the mapped packages there
+    unpacked = tmp_path / "unpacked"
+    zipfile.ZipFile(wheel).extractall(unpacked)
+    code = ("import polysql.backends.base as b, polysql.datasets.base as d; "
+            "print(b.__file__); print(d.__file__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(unpacked), "PATH": ""}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert all(line.startswith(str(unpacked)) for line in done.stdout.split()), done.stdout

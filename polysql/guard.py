@@ -1,0 +1,82 @@
+"""A first screen for untrusted SQL, applied before a statement reaches a server.
+
+Engines remain the real barrier (read-only transactions, least-privilege roles, disabled file
+access); this screen is defence in depth and makes refusals explicit: a statement that must never
+run is reported as ``forbidden`` with the reason, instead of surfacing as whatever error (or
+silent NULL, as with MySQL's LOAD_FILE without the FILE privilege) the engine happens to give.
+
+It only refuses what it recognises. A statement sqlglot cannot parse is still checked for a few
+dangerous tokens and otherwise left for the engine to judge, so dialect syntax sqlglot does not
+know is never refused by mistake.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+# Statement roots that only read.
+_READ_ROOTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.Union, exp.Intersect, exp.Except,
+                                                  exp.Values, exp.Subquery, exp.Paren)
+# Nodes that write or change state wherever they appear (including data-modifying CTEs).
+_WRITE_NODES: tuple[type[exp.Expression], ...] = (
+    exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter, exp.Copy,
+    exp.Set, exp.Command, exp.TruncateTable, exp.Grant, exp.Use, exp.Into, exp.LoadData,
+)
+# Functions that read or write server files, reach the network, or change settings.
+FORBIDDEN_FUNCTIONS = frozenset({
+    "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir",
+    "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir", "lo_import", "lo_export", "lo_get",
+    "lo_put", "lo_from_bytea", "dblink", "dblink_exec", "dblink_connect", "set_config",
+    "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
+    "pg_promote", "pg_file_write", "pg_file_rename", "pg_logdir_ls", "query_to_xml",
+    "load_file", "sys_exec", "sys_eval",
+    "read_csv", "read_csv_auto", "read_parquet", "read_json", "read_json_auto", "read_text",
+    "read_blob", "read_ndjson", "parquet_scan", "sniff_csv", "glob",
+    "load_extension", "writefile", "readfile", "fts3_tokenizer",
+})
+# Checked on raw text, for statements sqlglot cannot parse.
+_RAW_PATTERNS = [
+    (re.compile(r"\binto\s+(?:local\s+)?(?:outfile|dumpfile)\b", re.I), "writes a server file (INTO OUTFILE/DUMPFILE)"),
+    (re.compile(r"\bload\s+data\b", re.I), "reads a file (LOAD DATA)"),
+    (re.compile(r"\b(?:load_file|pg_read_(?:binary_)?file|lo_import|lo_export)\s*\(", re.I), "reads or writes server files"),
+    (re.compile(r"\bcopy\b[^;]*\b(?:to|from)\s+program\b", re.I), "runs a program (COPY ... PROGRAM)"),
+]
+
+
+def _function_name(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return None
+
+
+def screen(sql: str, dialect: str | None = None) -> str | None:
+    """Why ``sql`` must not run, or None when the screen finds nothing wrong."""
+    for pattern, why in _RAW_PATTERNS:
+        if pattern.search(sql):
+            return f"statement {why}"
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except SqlglotError:
+        return None  # let the engine judge syntax the parser does not know
+    if len(statements) > 1:
+        return f"{len(statements)} statements given; evaluated SQL must be a single query"
+    if not statements:
+        return None
+    root = statements[0]
+    if not isinstance(root, _READ_ROOTS):
+        return f"only queries may run; this is a {root.key.upper()} statement"
+    for node in root.walk():
+        if isinstance(node, _WRITE_NODES):
+            return f"query contains a {node.key.upper()} that would change data or settings"
+        name = _function_name(node)
+        if name in FORBIDDEN_FUNCTIONS:
+            return f"function {name}() reaches files, the network or server settings"
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Literal):
+            return "reading a file as a table is not allowed"
+    return None

@@ -1,0 +1,52 @@
+"""Name policies for loading: keep source names exactly (default) or make them engine-idiomatic.
+
+Studies that want unquoted, lower-case names on PostgreSQL or MySQL load with ``lower`` or
+``snake``; the schema shown to a model must then be read back from the loaded engine, never from
+the source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from polysql.errors import ConfigError, LoadError
+
+NameMode = Literal["exact", "lower", "snake"]
+NAME_MODES: tuple[str, ...] = ("exact", "lower", "snake")
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NON_WORD = re.compile(r"[^0-9A-Za-z_]+")
+
+
+def check_mode(mode: str) -> NameMode:
+    if mode not in NAME_MODES:
+        raise ConfigError(f"unknown name mode {mode!r}: use one of {', '.join(NAME_MODES)}")
+    return mode  # type: ignore[return-value]
+
+
+def convert(name: str, mode: NameMode) -> str:
+    """``exact``: unchanged; ``lower``: lower-cased; ``snake``: ``OrderItems``/``Order Items`` -> ``order_items``."""
+    if mode == "exact":
+        return name
+    if mode == "lower":
+        return name.lower()
+    snake = _NON_WORD.sub("_", _CAMEL_BOUNDARY.sub("_", name.strip())).strip("_").lower()
+    return re.sub(r"_+", "_", snake) or "_"
+
+
+def convert_all(names: Iterable[str], mode: NameMode, *, where: str) -> dict[str, str]:
+    """Map each name to its converted form; two names landing on one form is a LoadError."""
+    mapping: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for name in names:
+        new = convert(name, mode)
+        if new in seen and seen[new] != name:
+            raise LoadError(
+                f"name mode {mode!r} maps both {seen[new]!r} and {name!r} in {where} to {new!r}; "
+                "load with --names exact instead"
+            )
+        seen[new] = name
+        mapping[name] = new
+    return mapping

@@ -32,6 +32,8 @@ _READABLE_PRAGMAS = frozenset({
     "freelist_count", "foreign_keys", "journal_mode", "auto_vacuum", "data_version",
 })
 
+_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master"})
+
 
 def read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
                          db_name: str | None, trigger: str | None) -> int:
@@ -39,6 +41,11 @@ def read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
     and state-changing pragmas."""
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_UPDATE and arg1 in _SCHEMA_TABLES:
+        # The pragma table-valued functions (pragma_table_info(...)) ask for UPDATE on the schema
+        # table the first time they run. Denying it makes them return no rows *silently*;
+        # IGNORE lets them work and still means "do not change anything".
+        return sqlite3.SQLITE_IGNORE
     if action == sqlite3.SQLITE_PRAGMA:
         name = (arg1 or "").lower()
         if name in _INTROSPECTION_PRAGMAS or (name in _READABLE_PRAGMAS and arg2 is None):

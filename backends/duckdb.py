@@ -42,6 +42,7 @@ class DuckDBBackend(Backend):
     name: ClassVar[str] = "duckdb"
     dialect: ClassVar[str] = "duckdb"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    file_suffix: ClassVar[str | None] = ".duckdb"
 
     def __init__(self, url: URL, *, read_only: bool, config: dict[str, Any]) -> None:
         self.url = url
@@ -66,7 +67,10 @@ class DuckDBBackend(Backend):
                 f"DuckDB database file {str(path)!r} does not exist (resolved from the URL path; "
                 f"use duckdb:///relative/path or duckdb:////absolute/path)")
         backend = cls(parsed, read_only=read_only, config={**SAFE_CONFIG, **options})
-        backend._connection()  # fail now, not on first query, if the file cannot be opened
+        # Open now so a bad file fails here -- except a load target that does not exist yet:
+        # the load creates it, and an empty database must not appear before it does.
+        if read_only or path is None or path.exists():
+            backend._connection()
         return backend
 
     def _connection(self) -> duckdb.DuckDBPyConnection:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import URL
 from polysql.errors import ConfigError, EngineUnavailableError
 from polysql.model import Result
 from polysql.registry import parse_url
-from polysql.schema import LoadReport, Table
+from polysql.schema import Coercion, LoadReport, Table
 
 # SQLite calls the progress handler every this many virtual-machine instructions; small enough
 # that a runaway query stops within milliseconds of its deadline, large enough to cost nothing.
@@ -90,15 +90,16 @@ class SQLiteBackend(Backend):
     dialect: ClassVar[str] = "sqlite"
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"read_only", "timeout", "load_source", "load_target"})
+    file_suffix: ClassVar[str | None] = ".sqlite"
 
-    def __init__(self, url: URL, conn: sqlite3.Connection, *, read_only: bool) -> None:
+    def __init__(self, url: URL, *, read_only: bool) -> None:
         self.url = url
         self.path = database_path(url)
         self.read_only = read_only
-        self._conn: sqlite3.Connection | None = conn
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
         self._lock = threading.Lock()
-        if read_only:
-            conn.set_authorizer(read_only_authorizer)
+        self._coercions: list[Coercion] | None = None
 
     @classmethod
     def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> SQLiteBackend:
@@ -106,21 +107,36 @@ class SQLiteBackend(Backend):
             raise ConfigError(
                 f"unknown option(s) for the sqlite backend: {', '.join(sorted(options))}; "
                 f"supported: read_only")
-        parsed = parse_url(url)
-        return cls(parsed, _open(database_path(parsed), read_only=read_only), read_only=read_only)
+        backend = cls(parse_url(url), read_only=read_only)
+        # Open now so a missing file fails here -- except a load target that does not exist yet:
+        # the load creates it, and an empty file must not appear before it does.
+        if read_only or backend.path is None or backend.path.exists():
+            backend._connection()
+        return backend
 
-    @property
-    def connection(self) -> sqlite3.Connection:
-        if self._conn is None:
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection, opened on first use; the caller holds the lock."""
+        if self._closed:
             raise EngineUnavailableError(f"{self!r} is closed")
+        if self._conn is None:
+            self._conn = _open(self.path, read_only=self.read_only)
+            if self.read_only:
+                self._conn.set_authorizer(read_only_authorizer)
         return self._conn
+
+    def _release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
-        if self._conn is None:
-            return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
         with self._lock:
-            return self._execute_locked(self._conn, sql, timeout, max_rows)
+            try:
+                conn = self._connection()
+            except EngineUnavailableError as exc:
+                return Result.failed("unavailable", str(exc), engine=self.name)
+            return self._execute_locked(conn, sql, timeout, max_rows)
 
     def _execute_locked(self, conn: sqlite3.Connection, sql: str, timeout: float,
                         max_rows: int) -> Result:
@@ -135,11 +151,10 @@ class SQLiteBackend(Backend):
         except (sqlite3.Error, MemoryError, OverflowError) as exc:
             elapsed = time.perf_counter() - started
             kind = classify(exc, deadline_passed=time.perf_counter() > deadline)
+            message = str(exc)
             if kind == "timeout":
-                message = f"statement exceeded the {timeout:g}s timeout ({exc})"
-            else:
-                message = str(exc)
-            return Result.failed(kind, message, sqlstate=None, elapsed=elapsed, engine=self.name)
+                message = f"statement exceeded the {timeout:g}s timeout ({message})"
+            return Result.failed(kind, message, elapsed=elapsed, engine=self.name)
         finally:
             cursor.close()
             conn.set_progress_handler(None, 0)
@@ -154,42 +169,45 @@ class SQLiteBackend(Backend):
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._closed = True
+            self._release()
 
     # -- load source -------------------------------------------------------------------------
     def tables(self) -> list[Table]:
+        """Every user table, with logical types resolved from declared types and a scan of the
+        stored values; the coercions behind those choices are kept for :meth:`coercions`."""
         from polysql.backends._sqlite_types import introspect
 
         with self._lock:
-            return introspect(self.connection)
+            sources = introspect(self._connection())
+        self._coercions = [c for source in sources for c in source.coercions]
+        return [source.table for source in sources]
+
+    def coercions(self) -> list[Coercion]:
+        """Values whose stored form disagreed with the type chosen for them (see ``tables``)."""
+        if self._coercions is None:
+            self.tables()
+        return list(self._coercions or [])
 
     def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
         from polysql.backends._sqlite_read import read_batches
 
-        # Hold the lock per batch, not for the whole stream, so a slow consumer cannot starve
-        # other users of this connection for the whole copy.
-        yield from read_batches(self.connection, table, batch_size=batch_size, lock=self._lock)
+        with self._lock:
+            conn = self._connection()
+        # read_batches takes the lock per batch, not for the whole stream, so a slow consumer
+        # cannot starve other users of this connection for the whole copy.
+        yield from read_batches(conn, table, batch_size=batch_size, lock=self._lock)
 
     def fingerprint(self) -> str:
         from polysql.backends._fingerprint import sqlite_fingerprint
 
         with self._lock:
-            return sqlite_fingerprint(self.connection, self.path)
+            return sqlite_fingerprint(self._connection(), self.path)
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None,
              replace: bool = False) -> LoadReport:
         from polysql.backends._sqlite_load import load_into_sqlite
 
-        return load_into_sqlite(self, source, fingerprint=fingerprint, replace=replace)
-
-    def _reopen(self) -> None:
-        """Reconnect after the file under this backend was replaced by a load."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-            self._conn = _open(self.path, read_only=self.read_only)
-            if self.read_only:
-                self._conn.set_authorizer(read_only_authorizer)
+            return load_into_sqlite(self, source, fingerprint=fingerprint, replace=replace)

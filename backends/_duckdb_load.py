@@ -1,0 +1,147 @@
+"""Copy a load source (any backend with ``tables``/``read_table``) into DuckDB.
+
+Tables and columns keep their exact source names (quoted, case preserved); logical types map to
+DuckDB types one to one; rows arrive as Arrow batches. A primary key is added after the rows are
+in, and dropped (and reported) when the source data violates it -- SQLite, for one, allows NULL
+keys.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import duckdb
+import pyarrow as pa
+from polysql.backends._load_files import (
+    atomic_build,
+    skipped_report,
+    source_coercions,
+    source_name,
+    timed,
+    write_sidecar,
+)
+from polysql.backends._sqlite_types import quote_ident
+
+from polysql.errors import LoadError
+from polysql.schema import Coercion, ColumnType, LoadReport, Table
+
+if TYPE_CHECKING:
+    from polysql.backends.base import Backend
+    from polysql.backends.duckdb import DuckDBBackend
+
+# DuckDB keeps its write-ahead log beside the database file.
+_COMPANIONS = (".wal",)
+
+
+def duckdb_type(column_type: ColumnType) -> str:
+    if column_type.kind == "decimal":
+        return f"DECIMAL({column_type.precision or 18},{column_type.scale or 0})"
+    return {
+        "boolean": "BOOLEAN",
+        "integer": "BIGINT",
+        "float": "DOUBLE",
+        "text": "VARCHAR",
+        "blob": "BLOB",
+        "date": "DATE",
+        "timestamp": "TIMESTAMP",
+    }[column_type.kind]
+
+
+def create_table_sql(table: Table) -> str:
+    columns = ", ".join(
+        f"{quote_ident(c.name)} {duckdb_type(c.type)}{'' if c.nullable else ' NOT NULL'}"
+        for c in table.columns)
+    return f"CREATE TABLE {quote_ident(table.name)} ({columns})"
+
+
+def _insert_rows(conn: duckdb.DuckDBPyConnection, source: Backend, table: Table) -> int:
+    view = f"polysql_batch_{uuid.uuid4().hex}"
+    loaded = 0
+    for batch in source.read_table(table):
+        conn.register(view, pa.Table.from_batches([batch]))
+        try:
+            conn.execute(f"INSERT INTO {quote_ident(table.name)} SELECT * FROM {quote_ident(view)}")
+        finally:
+            conn.unregister(view)
+        loaded += batch.num_rows
+    return loaded
+
+
+def _add_primary_key(conn: duckdb.DuckDBPyConnection, table: Table) -> Coercion | None:
+    if not table.primary_key:
+        return None
+    name = quote_ident(table.name)
+    keys = ", ".join(quote_ident(c) for c in table.primary_key)
+    try:
+        conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({keys})")
+    except duckdb.ConstraintException:
+        any_null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in table.primary_key)
+        nulls = conn.execute(f"SELECT count(*) FROM {name} WHERE {any_null}").fetchone()
+        duplicates = conn.execute(
+            f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {name} "
+            f"WHERE NOT ({any_null}) GROUP BY {keys} HAVING count(*) > 1)").fetchone()
+        null_rows, duplicate_rows = int(nulls[0]), int(duplicates[0])  # type: ignore[index]
+        return Coercion(
+            table.name, ", ".join(table.primary_key),
+            f"primary key not created: {null_rows} rows have a NULL key and {duplicate_rows} "
+            f"rows share a key with another row", null_rows + duplicate_rows)
+    return None
+
+
+def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
+                replace: bool) -> tuple[dict[str, int], list[Coercion]]:
+    """Create and fill every source table in ``conn``; row counts and coercions."""
+    tables = source.tables()
+    coercions = source_coercions(source)
+    counts: dict[str, int] = {}
+    for table in tables:
+        try:
+            if replace:
+                conn.execute(f"DROP TABLE IF EXISTS {quote_ident(table.name)}")
+            conn.execute(create_table_sql(table))
+            counts[table.name] = _insert_rows(conn, source, table)
+        except duckdb.Error as exc:
+            raise LoadError(f"cannot load table {table.name!r} into DuckDB: {exc}") from exc
+        if table.row_count is not None and counts[table.name] != table.row_count:
+            raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows "
+                            f"but {counts[table.name]} arrived")
+        dropped = _add_primary_key(conn, table)
+        if dropped is not None:
+            coercions.append(dropped)
+    return counts, coercions
+
+
+def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str | None,
+                     replace: bool) -> LoadReport:
+    """The DuckDB side of ``polysql.load``; the caller holds ``target``'s lock."""
+    if target.read_only:
+        raise LoadError(f"{target!r} was opened read-only; connect with read_only=False to load")
+    fingerprint = fingerprint or source.fingerprint()
+    origin = source_name(source)
+    path = target.path
+
+    def build() -> LoadReport:
+        if path is None:
+            counts, coercions = copy_tables(target._connection(), source, replace=replace)
+            return LoadReport(origin, source_name(target), fingerprint, tables=counts,
+                              coercions=coercions)
+        target._release()  # nothing may hold the old file while it is replaced
+        with atomic_build(path, _COMPANIONS) as temporary:
+            conn = duckdb.connect(str(temporary), config=dict(target._config))
+            try:
+                counts, coercions = copy_tables(conn, source, replace=False)
+                conn.execute("CHECKPOINT")
+            finally:
+                conn.close()
+        return LoadReport(origin, source_name(target), fingerprint, tables=counts,
+                          coercions=coercions)
+
+    if path is not None and not replace:
+        skipped = skipped_report(path, origin, fingerprint)
+        if skipped is not None:
+            return skipped
+    report = timed(build)
+    if path is not None:
+        write_sidecar(path, report, "duckdb", duckdb.__version__)
+    return report

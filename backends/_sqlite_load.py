@@ -1,0 +1,78 @@
+"""Copy a SQLite source into a SQLite target, verbatim.
+
+SQLite's online-backup API copies the database page by page, so the target holds exactly the
+source's schema text (tables, indexes, views, triggers) and stored values -- including each
+value's storage class, which a row-by-row copy through typed columns could not promise.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from polysql.backends._load_files import (
+    atomic_build,
+    skipped_report,
+    source_name,
+    timed,
+    write_sidecar,
+)
+from polysql.backends._sqlite_types import list_tables, quote_ident
+
+from polysql.errors import LoadError
+from polysql.schema import LoadReport
+
+if TYPE_CHECKING:
+    from polysql.backends.base import Backend
+    from polysql.backends.sqlite import SQLiteBackend
+
+# Files SQLite keeps beside a database; stale ones must not be replayed onto a new file.
+_COMPANIONS = ("-journal", "-wal", "-shm")
+
+
+def _copy(source: SQLiteBackend, destination: sqlite3.Connection) -> dict[str, int]:
+    with source._lock:
+        try:
+            source._connection().backup(destination)
+        except sqlite3.Error as exc:
+            raise LoadError(f"cannot copy {source!r}: {exc}") from exc
+    return {name: destination.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0]
+            for name in list_tables(destination)}
+
+
+def load_into_sqlite(target: SQLiteBackend, source: Backend, *, fingerprint: str | None,
+                     replace: bool) -> LoadReport:
+    """The SQLite side of ``polysql.load``; the caller holds ``target``'s lock."""
+    from polysql.backends.sqlite import SQLiteBackend
+
+    if not isinstance(source, SQLiteBackend):
+        raise LoadError(f"a SQLite target loads only from a SQLite source, not {source!r}")
+    if target.read_only:
+        raise LoadError(f"{target!r} was opened read-only; connect with read_only=False to load")
+    fingerprint = fingerprint or source.fingerprint()
+    origin = source_name(source)
+    path = target.path
+
+    def build() -> LoadReport:
+        if path is None:
+            counts = _copy(source, target._connection())
+            return LoadReport(origin, source_name(target), fingerprint, tables=counts)
+        if source.path is not None and path.resolve() == source.path.resolve():
+            raise LoadError(f"the load target {str(path)!r} is the source itself")
+        target._release()  # nothing may hold the old file while it is replaced
+        with atomic_build(path, _COMPANIONS) as temporary:
+            conn = sqlite3.connect(temporary)
+            try:
+                counts = _copy(source, conn)
+            finally:
+                conn.close()
+        return LoadReport(origin, source_name(target), fingerprint, tables=counts)
+
+    if path is not None and not replace:
+        skipped = skipped_report(path, origin, fingerprint)
+        if skipped is not None:
+            return skipped
+    report = timed(build)
+    if path is not None:
+        write_sidecar(path, report, "sqlite", sqlite3.sqlite_version)
+    return report

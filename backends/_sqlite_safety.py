@@ -55,6 +55,7 @@ def read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
 
 _SYNTAX_MARKERS = ("syntax error", "incomplete input", "unrecognized token")
 _FORBIDDEN_NAMES = ("SQLITE_AUTH", "SQLITE_READONLY", "SQLITE_PERM")
+_FORBIDDEN_MARKERS = ("not authorized", "readonly", "may not be modified")
 _TOO_LARGE_NAMES = ("SQLITE_NOMEM", "SQLITE_TOOBIG", "SQLITE_FULL")
 _UNAVAILABLE_NAMES = ("SQLITE_CANTOPEN", "SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_BUSY",
                       "SQLITE_LOCKED", "SQLITE_IOERR")
@@ -70,7 +71,7 @@ def classify(exc: Exception, *, deadline_passed: bool) -> ErrorKind:
     base_name = "_".join(base)
     if base_name == "SQLITE_INTERRUPT" or "interrupted" in message:
         return "timeout" if deadline_passed else "runtime"
-    if base_name in _FORBIDDEN_NAMES or "not authorized" in message or "readonly" in message:
+    if base_name in _FORBIDDEN_NAMES or any(m in message for m in _FORBIDDEN_MARKERS):
         return "forbidden"
     if isinstance(exc, sqlite3.ProgrammingError) and "one statement at a time" in message:
         # polysql evaluates exactly one statement per prediction; more is a policy refusal.

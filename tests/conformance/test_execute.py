@@ -1,0 +1,100 @@
+"""execute(): results, limits and error classification, identical in shape on every engine."""
+
+from __future__ import annotations
+
+from polysql.backends.base import Backend
+
+from polysql.model import Result
+
+LONG_RECURSION = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+)
+
+
+def test_returns_columns_rows_and_types(backend: Backend) -> None:
+    result = backend.execute(
+        'SELECT "CustomerID", "Name" FROM "Customers" WHERE "CustomerID" IN (1, 3) '
+        'ORDER BY "CustomerID"')
+    assert result.ok, result.error
+    assert result.columns == ["CustomerID", "Name"]
+    assert result.rows == [(1, "Zoë"), (3, "Ann  ")]
+    assert len(result.types) == 2 and all(result.types)
+    assert result.engine == backend.name
+    assert not result.truncated
+    assert result.elapsed >= 0
+
+
+def test_null_and_aggregate(backend: Backend) -> None:
+    result = backend.execute('SELECT count(*), count("City") FROM "Customers"')
+    assert result.ok, result.error
+    assert result.rows == [(4, 3)]
+
+
+def test_duplicate_rows_are_kept(backend: Backend) -> None:
+    result = backend.execute('SELECT "OrderID" FROM "order items" WHERE "OrderID" = 10')
+    assert result.rows == [(10,), (10,)]
+
+
+def test_max_rows_truncates(backend: Backend) -> None:
+    result = backend.execute('SELECT "CustomerID" FROM "Customers" ORDER BY "CustomerID"',
+                             max_rows=2)
+    assert result.ok, result.error
+    assert result.rows == [(1,), (2,)]
+    assert result.truncated
+
+
+def test_exactly_max_rows_is_not_truncated(backend: Backend) -> None:
+    result = backend.execute('SELECT "CustomerID" FROM "Customers"', max_rows=4)
+    assert len(result.rows) == 4 and not result.truncated
+
+
+def test_empty_result_keeps_columns(backend: Backend) -> None:
+    result = backend.execute('SELECT "Name" FROM "Customers" WHERE 1 = 0')
+    assert result.ok and result.columns == ["Name"] and result.rows == []
+
+
+def _assert_error(result: Result, kind: str) -> None:
+    assert result.error is not None, f"expected a {kind} error, got {result!r}"
+    assert result.error.kind == kind, result.error
+    assert result.error.message
+    assert result.columns == [] and result.rows == []
+
+
+def test_syntax_error(backend: Backend) -> None:
+    _assert_error(backend.execute("SELEC 1 FROM"), "syntax")
+
+
+def test_unknown_table_is_runtime(backend: Backend) -> None:
+    _assert_error(backend.execute("SELECT * FROM no_such_table"), "runtime")
+
+
+def test_unknown_column_is_runtime(backend: Backend) -> None:
+    _assert_error(backend.execute('SELECT no_such_column FROM "Customers"'), "runtime")
+
+
+def test_timeout(backend: Backend) -> None:
+    result = backend.execute(LONG_RECURSION, timeout=0.5)
+    _assert_error(result, "timeout")
+    assert result.elapsed < 5
+
+
+def test_connection_usable_after_timeout(backend: Backend) -> None:
+    backend.execute(LONG_RECURSION, timeout=0.2)
+    assert backend.execute('SELECT count(*) FROM "Customers"').rows == [(4,)]
+
+
+def test_multiple_statements_refused(backend: Backend) -> None:
+    _assert_error(backend.execute('SELECT 1; SELECT 2'), "forbidden")
+
+
+def test_trailing_semicolon_is_fine(backend: Backend) -> None:
+    assert backend.execute('SELECT count(*) FROM "Customers";').rows == [(4,)]
+
+
+def test_version_is_reported(backend: Backend) -> None:
+    version = backend.version()
+    assert isinstance(version, str) and any(ch.isdigit() for ch in version)
+
+
+def test_timeout_leaves_fast_queries_alone(backend: Backend) -> None:
+    assert backend.execute("SELECT 1", timeout=5.0).ok

@@ -1,0 +1,70 @@
+"""Datasets whose databases are SQLite files in a folder, one sub-folder per database.
+
+BIRD and Spider both ship this way (``<databases>/<db_id>/<db_id>.sqlite``); their loaders differ
+only in how they read the question file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from polysql.datasets.base import Dataset, Question
+
+from polysql.errors import DatasetError
+
+
+@dataclass(slots=True)
+class FolderDataset(Dataset):
+    """Questions over ``<database_dir>/<db_id>/<db_id>.sqlite`` files, all checked to exist at load."""
+
+    question_file: Path = field(default_factory=Path)
+    database_dir: Path = field(default_factory=Path)
+    databases: dict[str, Path] = field(default_factory=dict)
+
+    def database_path(self, db_id: str) -> Path:
+        try:
+            return self.databases[db_id]
+        except KeyError:
+            known = ", ".join(sorted(self.databases)) or "none"
+            raise DatasetError(
+                f"dataset {self.name!r} has no database {db_id!r} (its databases: {known})"
+            ) from None
+
+
+def sqlite_file(database_dir: Path, db_id: str) -> Path:
+    return database_dir / db_id / f"{db_id}.sqlite"
+
+
+def locate_databases(questions: list[Question], question_file: Path,
+                     database_dir: Path) -> dict[str, Path]:
+    """Map every db_id the questions use to its SQLite file, failing on the first one missing.
+
+    ``questions[i]`` must come from entry ``i`` of ``question_file`` so errors can point at it.
+    Only existence is checked (one stat per database), which keeps loading cheap.
+    """
+    if not database_dir.is_dir():
+        raise DatasetError(
+            f"database folder not found: {database_dir} (expected next to {question_file.name}, "
+            f"holding <db_id>/<db_id>.sqlite for every database)"
+        )
+    uses = Counter(q.db_id for q in questions)
+    found: dict[str, Path] = {}
+    for index, question in enumerate(questions):
+        db_id = question.db_id
+        if db_id in found:
+            continue
+        if db_id in (".", "..") or "/" in db_id or "\\" in db_id:
+            raise DatasetError(
+                f"{question_file}: entry {index}: field 'db_id' is {db_id!r}, which is not a plain "
+                f"folder name"
+            )
+        path = sqlite_file(database_dir, db_id)
+        if not path.is_file():
+            raise DatasetError(
+                f"{question_file}: entry {index} (question {question.id}) uses database {db_id!r} "
+                f"({uses[db_id]} question(s) do), but its file is missing: expected {path}"
+            )
+        found[db_id] = path
+    return found

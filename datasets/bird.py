@@ -27,9 +27,15 @@ OPTIONS = {
 
 def read_bird_questions(question_file: Path) -> list[Question]:
     questions: list[Question] = []
+    first_seen: dict[str, int] = {}
     for index, entry in enumerate(read_json_list(question_file)):
         reader = EntryReader(question_file, index, entry)
         question_id = reader.identifier("question_id") if reader.has("question_id") else str(index)
+        if question_id in first_seen:
+            # Results are keyed by question id; a repeat would silently merge two questions.
+            raise reader.fail("question_id",
+                              f"repeats id {question_id!r} of entry {first_seen[question_id]}")
+        first_seen[question_id] = index
         questions.append(Question(
             id=question_id,
             db_id=reader.text("db_id"),

@@ -1,0 +1,111 @@
+"""SQLite backend specifics: URL forms, what the read-only authorizer allows, result types."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from polysql.backends.sqlite import SQLiteBackend
+
+import polysql
+from polysql.errors import ConfigError, EngineUnavailableError
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    path = tmp_path / "s.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute('CREATE TABLE "T" (a INTEGER, b TEXT, c REAL, d BLOB)')
+        conn.execute("INSERT INTO \"T\" VALUES (1, 'x', 1.5, x'00'), (NULL, NULL, NULL, NULL)")
+    return path
+
+
+def test_absolute_file_url_opens_read_only(db_file: Path) -> None:
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        assert isinstance(backend, SQLiteBackend) and backend.read_only
+        assert backend.execute('SELECT count(*) FROM "T"').rows == [(2,)]
+        assert backend.execute("INSERT INTO \"T\" (a) VALUES (2)").error.kind == "forbidden"
+
+
+def test_relative_file_url(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(db_file.parent)
+    with polysql.connect(f"sqlite:///{db_file.name}") as backend:
+        assert backend.execute('SELECT a FROM "T" WHERE a = 1').rows == [(1,)]
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.sqlite"
+    with pytest.raises(EngineUnavailableError, match="nope.sqlite"):
+        polysql.connect(f"sqlite:///{missing}")
+    assert not missing.exists()
+
+
+def test_unknown_option_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="timeout_ms"):
+        polysql.connect("sqlite://", timeout_ms=5)
+
+
+def test_in_memory_writable_then_queryable() -> None:
+    with polysql.connect("sqlite://", read_only=False) as backend:
+        assert backend.execute("CREATE TABLE t (a INTEGER)").ok
+        assert backend.execute("INSERT INTO t VALUES (1), (2)").ok
+        assert backend.execute("SELECT sum(a) FROM t").rows == [(3,)]
+
+
+def test_in_memory_read_only_refuses_writes() -> None:
+    with polysql.connect("sqlite://") as backend:
+        assert backend.execute("CREATE TABLE t (a INTEGER)").error.kind == "forbidden"
+        assert backend.execute("SELECT 1 + 1").rows == [(2,)]
+
+
+def test_result_types_are_storage_classes_of_first_non_null(db_file: Path) -> None:
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        result = backend.execute('SELECT a, b, c, d FROM "T" ORDER BY a IS NULL DESC')
+        assert result.rows[0] == (None, None, None, None)
+        assert result.types == ["INTEGER", "TEXT", "REAL", "BLOB"]
+        assert backend.execute('SELECT a FROM "T" WHERE a IS NULL').types == [""]
+
+
+@pytest.mark.parametrize("sql", [
+    'PRAGMA table_info("T")',
+    "SELECT name FROM pragma_table_info('T')",
+    "PRAGMA user_version",
+    "SELECT sql FROM sqlite_master",
+])
+def test_introspection_is_allowed(db_file: Path, sql: str) -> None:
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        result = backend.execute(sql)
+        assert result.ok, result.error
+        assert result.rows
+
+
+def test_runner_thread_may_use_the_connection(db_file: Path) -> None:
+    backend = polysql.connect(f"sqlite:///{db_file}")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(backend.execute('SELECT count(*) FROM "T"')))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.rows for r in results] == [[(2,)]] * 4
+    backend.close()
+
+
+def test_closed_backend_reports_unavailable(db_file: Path) -> None:
+    backend = polysql.connect(f"sqlite:///{db_file}")
+    backend.close()
+    backend.close()
+    assert backend.execute("SELECT 1").error.kind == "unavailable"
+
+
+def test_fingerprint_tracks_content(db_file: Path) -> None:
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        before = backend.fingerprint()
+    assert before.startswith("sha256:")
+    with sqlite3.connect(db_file) as conn:
+        conn.execute('INSERT INTO "T" (a) VALUES (3)')
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        assert backend.fingerprint() != before

@@ -1,0 +1,143 @@
+"""polysql.load: idempotent by source fingerprint, atomic, and clear about what went wrong."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import polysql
+from polysql.errors import LoadError, UnknownEngineError
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "src" / "shop.sqlite"
+    path.parent.mkdir()
+    with sqlite3.connect(path) as conn:
+        conn.execute('CREATE TABLE "Items" ("Id" INTEGER PRIMARY KEY, "Name" TEXT, "Price" NUMERIC(6,2))')
+        conn.executemany('INSERT INTO "Items" VALUES (?, ?, ?)', [(1, "pen", 1.5), (2, "ink", 12)])
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('hello')")
+    return path
+
+
+def _duckdb_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = duckdb.connect(str(path), read_only=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_second_load_is_skipped(source: Path, tmp_path: Path, engine: str) -> None:
+    target = f"{engine}:///{tmp_path / 'out' / ('copy.' + engine)}"
+    first = polysql.load(f"sqlite:///{source}", target)
+    second = polysql.load(f"sqlite:///{source}", target)
+    assert not first.skipped and first.tables == {"Items": 2, "notes": 1}
+    assert second.skipped and second.tables == first.tables
+    assert second.fingerprint == first.fingerprint
+    assert not polysql.load(f"sqlite:///{source}", target, replace=True).skipped
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_changed_source_is_reloaded(source: Path, tmp_path: Path, engine: str) -> None:
+    target = tmp_path / f"copy.{engine}"
+    polysql.load(f"sqlite:///{source}", f"{engine}:///{target}")
+    with sqlite3.connect(source) as conn:
+        conn.execute("INSERT INTO notes VALUES ('again')")
+    report = polysql.load(f"sqlite:///{source}", f"{engine}:///{target}")
+    assert not report.skipped and report.tables["notes"] == 2
+    with polysql.connect(f"{engine}:///{target}") as copy:
+        assert copy.execute("SELECT count(*) FROM notes").rows == [(2,)]
+
+
+def test_sidecar_records_the_load_and_the_database_holds_only_source_tables(
+        source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "copy.duckdb"
+    report = polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    sidecar = json.loads((tmp_path / "copy.duckdb.polysql.json").read_text())
+    assert sidecar["fingerprint"] == report.fingerprint
+    assert sidecar["tables"] == {"Items": 2, "notes": 1}
+    assert sidecar["polysql_version"] == polysql.__version__
+    tables = _duckdb_rows(target, "SELECT table_name FROM information_schema.tables ORDER BY 1")
+    assert tables == [("Items",), ("notes",)]
+
+
+def test_missing_target_file_is_rebuilt_despite_sidecar(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "copy.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    target.unlink()
+    assert not polysql.load(f"sqlite:///{source}", f"duckdb:///{target}").skipped
+    assert _duckdb_rows(target, 'SELECT count(*) FROM "Items"') == [(2,)]
+
+
+def test_failed_load_leaves_previous_copy_and_no_debris(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "copy.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    before = sorted(p.name for p in target.parent.iterdir())
+    with sqlite3.connect(source) as conn:
+        # Text that is not UTF-8 cannot be read back through Python's sqlite3: the load fails
+        # after the first table has already been copied.
+        conn.execute("INSERT INTO notes VALUES (CAST(x'ff' AS TEXT))")
+    with pytest.raises(LoadError, match="notes"):
+        polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    assert sorted(p.name for p in target.parent.iterdir()) == before
+    assert _duckdb_rows(target, "SELECT count(*) FROM notes") == [(1,)]
+
+
+def test_missing_source_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.sqlite"
+    with pytest.raises(LoadError, match="absent.sqlite"):
+        polysql.load(f"sqlite:///{missing}", f"duckdb:///{tmp_path / 'x.duckdb'}")
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_source_engine_without_introspection_is_refused(tmp_path: Path) -> None:
+    duck = tmp_path / "d.duckdb"
+    duckdb.connect(str(duck)).close()
+    with pytest.raises(LoadError, match="cannot serve as a load source"):
+        polysql.load(f"duckdb:///{duck}", f"sqlite:///{tmp_path / 'x.sqlite'}")
+
+
+def test_unknown_scheme(source: Path) -> None:
+    with pytest.raises(UnknownEngineError, match="oracle"):
+        polysql.load(f"sqlite:///{source}", "oracle://host/db")
+
+
+def test_read_only_target_connection_cannot_load(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "copy.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    with polysql.connect(f"duckdb:///{target}") as copy, \
+            polysql.connect(f"sqlite:///{source}") as origin, \
+            pytest.raises(LoadError, match="read_only=False"):
+        copy.load(origin)
+
+
+def test_sqlite_target_cannot_be_its_own_source(source: Path) -> None:
+    with pytest.raises(LoadError, match="source itself"):
+        polysql.load(f"sqlite:///{source}", f"sqlite:///{source}", replace=True)
+
+
+def test_in_memory_duckdb_target(source: Path) -> None:
+    with polysql.connect("duckdb://", read_only=False) as target, \
+            polysql.connect(f"sqlite:///{source}") as origin:
+        report = target.load(origin)
+        assert report.tables == {"Items": 2, "notes": 1}
+        assert target.execute('SELECT "Name", "Price" FROM "Items" ORDER BY "Id"').rows == [
+            ("pen", Decimal("1.50")), ("ink", Decimal("12.00"))]
+
+
+def test_sqlite_copy_is_verbatim(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "copy.sqlite"
+    polysql.load(f"sqlite:///{source}", f"sqlite:///{target}")
+    query = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    with sqlite3.connect(source) as a, sqlite3.connect(target) as b:
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+        rows = 'SELECT "Id", "Name", "Price", typeof("Price") FROM "Items" ORDER BY 1'
+        assert a.execute(rows).fetchall() == b.execute(rows).fetchall()

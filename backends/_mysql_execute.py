@@ -1,0 +1,238 @@
+"""Run one untrusted statement on one pooled connection: read-only, timed, capped, classified.
+
+Three barriers, each enough on its own for what it covers:
+
+* the login: a reader with SELECT on one database and nothing else (see ``_mysql_access``), which
+  is what stops DDL, file access and settings -- DDL commits implicitly, so no transaction can;
+* ``START TRANSACTION READ ONLY`` around the statement, always rolled back, which refuses writes
+  to tables (1792) whatever the login may do;
+* a server-enforced timeout (MariaDB ``max_statement_time`` in seconds, MySQL 8
+  ``max_execution_time`` in milliseconds), backed by a client-side timer that sends
+  ``KILL QUERY`` from a second connection if the server has not stopped the statement shortly
+  after its deadline, and ``KILL CONNECTION`` (or, if the server is unreachable, shuts the socket)
+  if even that does not end it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+from polysql.backends._mysql_errors import (
+    CONNECTION_LOST_CODES,
+    classify,
+    error_code,
+    type_name,
+)
+from polysql.backends._mysql_pool import Login, open_connection
+from pymysql.constants import FIELD_TYPE
+from pymysql.converters import conversions
+
+from polysql.model import Result
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _bit(value: bytes | str) -> int:
+    return int.from_bytes(value.encode("latin-1") if isinstance(value, str) else value, "big")
+
+
+# Result values stay within the types the comparison layer knows (int, float, Decimal, str,
+# bytes, date, datetime, bool, None): SET stays its comma-separated text instead of a Python set,
+# TIME its text instead of a timedelta (SQLite, the usual gold engine, has TIME only as text),
+# BIT becomes the integer it spells.
+DECODERS: dict[Any, Callable[..., Any]] = {
+    **conversions,
+    FIELD_TYPE.SET: _text,
+    FIELD_TYPE.TIME: _text,
+    FIELD_TYPE.BIT: _bit,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Flavor:
+    """What differs between MariaDB and MySQL 8 at execution time."""
+
+    name: str  # "MariaDB" | "MySQL"
+
+    def timeout_statement(self, seconds: float) -> str:
+        if self.name == "MariaDB":
+            return f"SET SESSION max_statement_time = {max(seconds, 0.001):.3f}"
+        # MySQL counts milliseconds and only for SELECT, which is all evaluation runs.
+        return f"SET SESSION max_execution_time = {max(round(seconds * 1000), 1)}"
+
+
+class Backstop:
+    """Cancels statements the server did not stop in time, from a separate connection.
+
+    A login may kill its own sessions without any privilege, so the reader cancels the reader's
+    statements: the backstop needs no administrator.
+    """
+
+    def __init__(self, login: Login, grace: float) -> None:
+        self.login = login
+        self.grace = grace
+        self._conn: pymysql.connections.Connection | None = None
+        self._lock = threading.Lock()
+
+    def kill(self, what: str, thread_id: int) -> bool:
+        with self._lock:
+            for _attempt in range(2):  # a stale connection gets one fresh retry
+                try:
+                    if self._conn is None:
+                        self._conn = open_connection(self.login, read_timeout=10, write_timeout=10)
+                    with self._conn.cursor() as cur:
+                        cur.execute(f"KILL {what} {int(thread_id)}")
+                    return True
+                except pymysql.err.OperationalError as exc:
+                    if error_code(exc) == 1094:  # unknown thread: it has ended already
+                        return True
+                    self._drop()
+                except Exception:  # unreachable server: the caller falls back
+                    self._drop()
+            return False
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn._force_close()
+            self._conn = None
+
+    def arm(self, conn: pymysql.connections.Connection, timeout: float) -> Watch:
+        watch = Watch(self, conn, timeout)
+        watch.start()
+        return watch
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+            self._drop()
+
+
+class Watch:
+    """One statement's backstop timer."""
+
+    def __init__(self, backstop: Backstop, conn: pymysql.connections.Connection,
+                 timeout: float) -> None:
+        self.backstop = backstop
+        self.conn = conn
+        self.thread_id = conn.thread_id()
+        self.timeout = timeout
+        self.fired = threading.Event()
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"polysql-mysql-backstop-{self.thread_id}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+
+    def _run(self) -> None:
+        if self.done.wait(self.timeout + self.backstop.grace):
+            return
+        self.fired.set()
+        self.backstop.kill("QUERY", self.thread_id)
+        if self.done.wait(self.backstop.grace):
+            return
+        # The statement ignored KILL QUERY, or the server cannot be reached: end the session,
+        # and if even that is impossible, cut the socket so the waiting read returns.
+        if not self.backstop.kill("CONNECTION", self.thread_id) or not self.done.wait(
+                self.backstop.grace):
+            sock = getattr(self.conn, "_sock", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+@dataclass(slots=True)
+class Outcome:
+    result: Result
+    reusable: bool  # False: the connection's state is unknown or changed; close it
+
+
+def _column_types(cursor: pymysql.cursors.SSCursor) -> list[str]:
+    result = getattr(cursor, "_result", None)
+    fields = getattr(result, "fields", None) or []
+    charsets = [getattr(f, "charsetnr", None) for f in fields]
+    description = cursor.description or ()
+    if len(charsets) != len(description):
+        charsets = [None] * len(description)
+    return [type_name(d[1], charset) for d, charset in zip(description, charsets, strict=True)]
+
+
+def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: float,
+                  max_rows: int, flavor: Flavor, backstop: Backstop,
+                  engine: str) -> Outcome:
+    """Run ``sql`` on ``conn`` inside a read-only transaction that is always rolled back."""
+    started = time.perf_counter()
+    cursor = conn.cursor(pymysql.cursors.SSCursor)
+    watch: Watch | None = None
+    try:
+        cursor.execute(flavor.timeout_statement(timeout))
+        cursor.execute("START TRANSACTION READ ONLY")
+        watch = backstop.arm(conn, timeout)
+        cursor.execute(sql)
+        description = cursor.description
+        rows = list(cursor.fetchmany(max_rows + 1)) if description else []
+        columns = [d[0] for d in description or ()]
+        types = _column_types(cursor)
+    except pymysql.Error as exc:
+        if watch is not None:
+            watch.stop()
+        return _failure(conn, exc, started, timeout, watch, engine)
+    finally:
+        if watch is not None:
+            watch.stop()
+    elapsed = time.perf_counter() - started
+    truncated = len(rows) > max_rows
+    # A statement that returned no result set (SET, DO, ...) may have changed the session; rows
+    # left unread would have to be drained: in both cases a fresh connection is cheaper.
+    reusable = description is not None and not truncated and _finish(conn, cursor)
+    if (watch is not None and watch.fired.is_set()) or elapsed > timeout:
+        # Some statements end "normally" when interrupted (SLEEP returns 1 on MySQL): a result
+        # that arrived only after the deadline is still a timeout.
+        return Outcome(Result.failed("timeout", f"statement exceeded the {timeout:g}s timeout",
+                                     elapsed=elapsed, engine=engine), reusable)
+    return Outcome(Result(columns=columns, rows=rows[:max_rows], types=types, elapsed=elapsed,
+                          truncated=truncated, engine=engine), reusable)
+
+
+def _finish(conn: pymysql.connections.Connection, cursor: pymysql.cursors.SSCursor) -> bool:
+    """Close the cursor and roll back; False when the connection should not be reused."""
+    try:
+        cursor.close()
+        conn.rollback()
+    except pymysql.Error:
+        return False
+    return True
+
+
+def _failure(conn: pymysql.connections.Connection, exc: pymysql.Error, started: float,
+             timeout: float, watch: Watch | None, engine: str) -> Outcome:
+    elapsed = time.perf_counter() - started
+    code = error_code(exc)
+    fired = watch is not None and watch.fired.is_set()
+    kind = classify(code, deadline_passed=fired or elapsed > timeout)
+    message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    if kind == "timeout":
+        message = f"statement exceeded the {timeout:g}s timeout ({message})"
+    reusable = code not in CONNECTION_LOST_CODES and not fired and conn.open
+    if reusable:
+        try:
+            conn.rollback()
+        except pymysql.Error:
+            reusable = False
+    return Outcome(Result.failed(kind, message, sqlstate=getattr(exc, "sqlstate", None),
+                                 elapsed=elapsed, engine=engine), reusable)

@@ -1,1 +1,2 @@
-"""polysql.normalizers"""
+"""polysql.normalizers: canonicalize result values, align columns and decide whether two results
+answer the same (the comparison contract, docs/comparison.md)."""

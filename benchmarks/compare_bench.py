@@ -1,0 +1,84 @@
+"""Time polysql's result comparison against a plain Counter-of-tuples baseline.
+
+Builds two results of N rows x 5 columns (int, Decimal, float, str, date), the predicted one a
+shuffled copy (equal variant) or a shuffled copy with a few values changed (unequal variant), and
+prints how long ``polysql.compare`` takes relative to ``Counter(gold_rows) == Counter(pred_rows)``
+on the same rows in the same run. The baseline applies none of the contract (no tolerance, no
+1 == 1.0 == Decimal('1.00'), no column alignment); the ratio says what the contract costs.
+
+    python benchmarks/compare_bench.py            # 1,000,000 rows
+    python benchmarks/compare_bench.py --rows 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from polysql import Result, compare
+
+COLUMNS = ["id", "amount", "score", "name", "day"]
+
+
+def make_rows(count: int, seed: int) -> list[tuple[Any, ...]]:
+    rng = random.Random(seed)
+    start = date(2000, 1, 1)
+    return [
+        (i, Decimal(rng.randrange(0, 10_000_000)) / 100, rng.random() * 1000,
+         f"name-{rng.randrange(0, count // 3 + 1)}", start + timedelta(days=rng.randrange(0, 9000)))
+        for i in range(count)
+    ]
+
+
+def perturbed(rows: list[tuple[Any, ...]], changes: int, seed: int) -> list[tuple[Any, ...]]:
+    rng = random.Random(seed)
+    out = list(rows)
+    for index in rng.sample(range(len(out)), changes):
+        row = out[index]
+        out[index] = (row[0], row[1] + 1, row[2], row[3], row[4])
+    return out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+def run(rows: int, repeats: int) -> None:
+    gold_rows = make_rows(rows, seed=1)
+    shuffled = list(gold_rows)
+    random.Random(2).shuffle(shuffled)
+    variants = {"equal": shuffled, "unequal": perturbed(shuffled, changes=10, seed=3)}
+    gold = Result(COLUMNS, gold_rows)
+    print(f"{rows:,} rows x {len(COLUMNS)} columns (int, Decimal, float, str, date)")
+    for name, pred_rows in variants.items():
+        pred = Result(COLUMNS, pred_rows)
+        baseline = min(timed(lambda: Counter(gold_rows) == Counter(pred_rows))[0]  # noqa: B023
+                       for _ in range(repeats))
+        ours, verdict = min((timed(lambda: compare(gold, pred)) for _ in range(repeats)),  # noqa: B023
+                            key=lambda pair: pair[0])
+        expected = name == "equal"
+        assert verdict.match is expected, verdict.reason
+        print(f"{name:8s} compare/Counter ratio {ours / baseline:5.2f}x "
+              f"(compare {ours:.2f}s, Counter baseline {baseline:.2f}s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows per result")
+    parser.add_argument("--repeats", type=int, default=1, help="take the best of this many runs")
+    args = parser.parse_args()
+    run(args.rows, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

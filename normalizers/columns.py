@@ -1,0 +1,51 @@
+"""A result seen column by column, with canonical keys computed once per (column, text reading)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from polysql.normalizers.policy import ComparePolicy
+from polysql.normalizers.values import Reading, column_keys, column_types
+
+from polysql.errors import ComparisonError
+from polysql.model import Result
+
+
+class ResultColumns:
+    """Columns of one :class:`~polysql.Result`, transposed lazily and cached."""
+
+    def __init__(self, result: Result, label: str, policy: ComparePolicy) -> None:
+        self.label = label
+        self.names = list(result.columns)
+        self.height = len(result.rows)
+        self.width = len(result.columns)
+        self.policy = policy
+        self._rows = result.rows
+        self._raw: list[Sequence[Any]] | None = None
+        self._types: dict[int, frozenset[type]] = {}
+        self._keys: dict[tuple[int, Reading], list[Any]] = {}
+
+    @property
+    def raw(self) -> list[Sequence[Any]]:
+        if self._raw is None:
+            widths = set(map(len, self._rows))
+            if widths - {self.width}:
+                raise ComparisonError(
+                    f"the {self.label} result is malformed: it has {self.width} column names but rows "
+                    f"of width {sorted(widths)}; every row must have one value per column"
+                )
+            self._raw = list(zip(*self._rows, strict=True)) if self._rows else [()] * self.width
+        return self._raw
+
+    def types(self, j: int) -> frozenset[type]:
+        if j not in self._types:
+            self._types[j] = column_types(self.raw[j])
+        return self._types[j]
+
+    def keys(self, j: int, reading: Reading) -> list[Any]:
+        cached = self._keys.get((j, reading))
+        if cached is None:
+            cached = column_keys(self.raw[j], self.policy, reading, self.types(j))
+            self._keys[(j, reading)] = cached
+        return cached

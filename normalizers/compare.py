@@ -1,0 +1,334 @@
+"""The comparison contract: does the predicted result answer the same as the gold result?
+
+Steps: refuse to judge when the gold failed; fail a prediction that errored; learn from the gold SQL
+whether order matters and on which output columns; align columns (by name, position, then
+values); compare rows as a bag, a sequence, or a sequence of tie groups; and when the gold's LIMIT
+cut through a group of tied rows (seen in the widened re-run), accept any rows of that group.
+docs/comparison.md states every rule, its default and its policy switch.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from polysql.normalizers.align import (
+    Alignment,
+    align_by_name,
+    align_by_position,
+    align_by_value,
+    column_signature,
+)
+from polysql.normalizers.columns import ResultColumns
+from polysql.normalizers.describe import format_row, plural, row_span
+from polysql.normalizers.ordering import OrderInfo, infer_order
+from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
+from polysql.normalizers.rows import (
+    RowOutcome,
+    Side,
+    compare_bag,
+    compare_sequence,
+    compare_tie_groups,
+    unmatched,
+)
+from polysql.normalizers.values import PLAIN_READING, Reading, reading_for
+
+from polysql.model import Result, Verdict
+
+__all__ = ["compare", "resolve_policy"]
+
+
+@dataclass(frozen=True, slots=True)
+class RowOrder:
+    """How rows are compared: ``ordered`` with ``keys`` (tie groups) or strictly (keys None)."""
+
+    ordered: bool
+    keys: tuple[int, ...] | None
+    source: str  # "argument" | "gold_sql" | "no_gold_sql" | "unparsable_gold_sql"
+    info: OrderInfo | None
+
+
+def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> ComparePolicy:
+    """The policy for one call: ``policy`` (or the defaults) with ``options`` applied."""
+    base = policy if policy is not None else DEFAULT_POLICY
+    return base.with_options(**options) if options else base
+
+
+def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
+            ordered: bool | None = None, gold_widened: Result | None = None,
+            dialect: str = "sqlite", policy: ComparePolicy | None = None,
+            **options: Any) -> Verdict:
+    """Decide whether ``pred`` answers the same as ``gold``.
+
+    ``gold_sql`` (in ``dialect``) tells whether row order matters; ``ordered`` overrides that.
+    ``gold_widened`` is the gold re-run with a wider LIMIT (see
+    :func:`polysql.normalizers.ordering.widen_limit`), used to accept rows from a tie group the
+    LIMIT cut. ``policy`` and keyword ``options`` switch the contract's rules (ComparePolicy fields).
+    """
+    pol = resolve_policy(policy, options)
+    with _gc_paused():
+        return _compare(gold, pred, gold_sql, ordered, gold_widened, dialect, pol)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while comparing.
+
+    Comparing builds millions of short-lived tuples and no reference cycles; with the collector
+    on, each allocation burst triggers full passes over every live tuple (including the results'
+    own rows), which costs more than the comparison itself on large results.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | None,
+             gold_widened: Result | None, dialect: str, pol: ComparePolicy) -> Verdict:
+    if not gold.ok:
+        assert gold.error is not None
+        return Verdict(False, f"invalid gold: the gold query failed with a {gold.error.kind} error "
+                              f"({gold.error.message}); the prediction cannot be judged",
+                       {"rule": "invalid_gold", "invalid_gold": True,
+                        "gold_error": gold.error.to_dict()})
+    if not pred.ok:
+        assert pred.error is not None
+        return Verdict(False, f"prediction failed with a {pred.error.kind} error: {pred.error.message}",
+                       {"rule": "pred_error", "invalid_gold": False,
+                        "pred_error": pred.error.to_dict()})
+
+    order = _row_order(gold, gold_sql, ordered, dialect, pol)
+    details: dict[str, Any] = {
+        "invalid_gold": False,
+        "ordered": order.ordered,
+        "order_source": order.source,
+        "order_keys": [gold.columns[j] for j in order.keys] if order.keys is not None else None,
+        "gold_rows": len(gold.rows),
+        "pred_rows": len(pred.rows),
+        "tie_at_limit": False,
+        "truncated": gold.truncated or pred.truncated,
+    }
+    if order.info is not None and order.info.unresolved:
+        details["unresolved_order_keys"] = list(order.info.unresolved)
+    caveat = _truncation_caveat(gold, pred)
+
+    gold_cols = ResultColumns(gold, "gold", pol)
+    pred_cols = ResultColumns(pred, "predicted", pol)
+    widened = _usable_widened(gold_widened, gold, details)
+    widened_cols = ResultColumns(widened, "widened gold", pol) if widened is not None else None
+
+    first_failure: tuple[Alignment, RowOutcome, dict[str, Any]] | None = None
+    for alignment in _alignments(gold_cols, pred_cols, order, pol):
+        outcome, extra = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment, order, pol)
+        if outcome.match:
+            details.update(_alignment_details(alignment, pred_cols), **extra,
+                           tolerance_pairs=outcome.tolerance_pairs, rule="rows")
+            return Verdict(True, caveat + outcome.reason, details)
+        if first_failure is None:
+            first_failure = (alignment, outcome, extra)
+    if first_failure is None:
+        details.update(alignment=None, rule="columns")
+        return Verdict(False, caveat + _unalignable_reason(gold_cols, pred_cols), details)
+    alignment, outcome, extra = first_failure
+    details.update(_alignment_details(alignment, pred_cols), **extra,
+                   tolerance_pairs=outcome.tolerance_pairs, rule="rows")
+    return Verdict(False, caveat + outcome.reason, details)
+
+
+# -- order ----------------------------------------------------------------------------------------
+
+def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect: str,
+               pol: ComparePolicy) -> RowOrder:
+    info = infer_order(gold_sql, dialect, list(gold.columns)) if gold_sql else None
+    keys = info.keys if info is not None and info.ordered else None
+    if not pol.ties_any_order:
+        keys = None
+    if ordered is not None:
+        return RowOrder(ordered, keys if ordered else None, "argument", info)
+    if info is None:
+        return RowOrder(False, None, "no_gold_sql", None)
+    if not info.parsed:
+        return RowOrder(False, None, "unparsable_gold_sql", info)
+    if info.ordered and info.unresolved and pol.unresolved_order_keys == "bag":
+        return RowOrder(False, None, "gold_sql", info)
+    return RowOrder(info.ordered, keys if info.ordered else None, "gold_sql", info)
+
+
+def _truncation_caveat(gold: Result, pred: Result) -> str:
+    cut = [label for label, r in (("gold", gold), ("predicted", pred)) if r.truncated]
+    if not cut:
+        return ""
+    return (f"{' and '.join(cut)} result truncated at the row cap, so only the rows returned were "
+            "compared and the verdict may not hold for the full results: ")
+
+
+def _usable_widened(widened: Result | None, gold: Result, details: dict[str, Any]) -> Result | None:
+    if widened is None:
+        return None
+    if not widened.ok:
+        details["widened_gold_error"] = widened.error.to_dict() if widened.error else None
+        return None
+    if len(widened.columns) != len(gold.columns):
+        details["widened_gold_error"] = {"kind": "columns", "message": "widened gold has "
+                                         f"{len(widened.columns)} columns, gold {len(gold.columns)}"}
+        return None
+    return widened
+
+
+# -- columns --------------------------------------------------------------------------------------
+
+def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: ComparePolicy):
+    """Candidate alignments, most meaningful first, each tried at most once."""
+    seen: set[tuple[int, ...]] = set()
+    if pol.align_by_name:
+        by_name = align_by_name(gold.names, pred.names, case_insensitive=pol.case_insensitive_headers,
+                                allow_extra=pol.allow_extra_columns)
+        if by_name is not None:
+            seen.add(by_name.mapping)
+            yield by_name
+    by_position = align_by_position(gold.width, pred.width)
+    if by_position is not None and by_position.mapping not in seen:
+        seen.add(by_position.mapping)
+        yield by_position
+    # Values decide only when names and positions cannot: hashing every column is not free, and
+    # with equal widths the position alignment already pairs every column.
+    if pol.align_by_value and (gold.width != pred.width or not seen):
+        strict = order.ordered and order.keys is None
+        gold_sigs = [column_signature(gold.keys(j, _self_reading(gold, j, pol)), strict)
+                     for j in range(gold.width)]
+        pred_sigs = [column_signature(pred.keys(j, _self_reading(pred, j, pol)), strict)
+                     for j in range(pred.width)]
+        by_value = align_by_value(gold_sigs, pred_sigs, allow_extra=pol.allow_extra_columns)
+        if by_value is not None and by_value.mapping not in seen:
+            yield by_value
+
+
+def _self_reading(cols: ResultColumns, j: int, pol: ComparePolicy) -> Reading:
+    # Full canonical keys (not native ones), so Decimal 1.1 and float 1.1 columns agree.
+    return reading_for(cols.types(j), pol, native_ok=False)
+
+
+def _alignment_details(alignment: Alignment, pred: ResultColumns) -> dict[str, Any]:
+    return {"alignment": alignment.method,
+            "column_map": list(alignment.mapping),
+            "ignored_pred_columns": [pred.names[j] for j in alignment.ignored(pred.width)]}
+
+
+def _unalignable_reason(gold: ResultColumns, pred: ResultColumns) -> str:
+    return (f"columns cannot be aligned: gold has {plural(gold.width, 'column')} {gold.names}, "
+            f"predicted {pred.width} {pred.names}; no alignment by name, position or values")
+
+
+def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
+           alignment: Alignment, pol: ComparePolicy) -> tuple[Side, Side, Side | None]:
+    readings = []
+    for j, k in enumerate(alignment.mapping):
+        types = gold.types(j) | pred.types(k) | (widened.types(j) if widened is not None else frozenset())
+        readings.append(reading_for(types, pol) if types else PLAIN_READING)
+
+    def side(cols: ResultColumns, indices: tuple[int, ...]) -> Side:
+        return Side(cols.label, [cols.raw[j] for j in indices],
+                    [cols.keys(j, p) for j, p in zip(indices, readings, strict=True)],
+                    readings, pol, cols.height)
+
+    gold_indices = tuple(range(gold.width))
+    widened_side = side(widened, gold_indices) if widened is not None else None
+    return side(gold, gold_indices), side(pred, alignment.mapping), widened_side
+
+
+# -- rows -----------------------------------------------------------------------------------------
+
+def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
+                     alignment: Alignment, order: RowOrder,
+                     pol: ComparePolicy) -> tuple[RowOutcome, dict[str, Any]]:
+    gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)
+    if gold.height == 0 and pred.height == 0:
+        return RowOutcome(True, "both results are empty"), {}
+    if (widened_side is not None and pol.ties_at_limit and order.keys is not None
+            and order.info is not None and order.info.limit is not None and gold.height > 0):
+        cut = _cut_tie_group(gold_side, widened_side, order.keys)
+        if cut is not None:
+            return _compare_with_cut_ties(gold_side, pred_side, widened_side, cut, order, gold.names)
+    return _compare_rows(gold_side, pred_side, order, gold.names), {}
+
+
+def _compare_rows(gold: Side, pred: Side, order: RowOrder, names: list[str]) -> RowOutcome:
+    if not order.ordered:
+        return compare_bag(gold, pred)
+    if order.keys is None:
+        return compare_sequence(gold, pred, names)
+    return compare_tie_groups(gold, pred, order.keys, names)
+
+
+@dataclass(frozen=True, slots=True)
+class CutTies:
+    """The gold's last tie group continues past its LIMIT."""
+
+    boundary: int  # first gold row of the last tie group
+    group_rows: list[int]  # rows of the widened gold in that tie group
+    may_continue: bool  # the widened gold ends inside the group: it may be longer still
+
+
+def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...]) -> CutTies | None:
+    last = tuple(gold.keys[j][gold.height - 1] for j in keys)
+    boundary = gold.height - 1
+    while boundary > 0 and tuple(gold.keys[j][boundary - 1] for j in keys) == last:
+        boundary -= 1
+    widened_keys = list(zip(*(widened.keys[j] for j in keys), strict=True))
+    group_rows = [i for i, key in enumerate(widened_keys) if key == last]
+    if len(group_rows) <= gold.height - boundary:
+        return None
+    may_continue = bool(group_rows) and group_rows[-1] == widened.height - 1
+    return CutTies(boundary, group_rows, may_continue)
+
+
+def _subside(side: Side, rows: list[int] | range) -> Side:
+    return Side(side.label, [[column[i] for i in rows] for column in side.raw],
+                [[column[i] for i in rows] for column in side.keys], side.reading, side.policy,
+                len(rows))
+
+
+def _compare_with_cut_ties(gold: Side, pred: Side, widened: Side, cut: CutTies, order: RowOrder,
+                           names: list[str]) -> tuple[RowOutcome, dict[str, Any]]:
+    extra = {"tie_at_limit": True, "tie_group_rows_seen": len(cut.group_rows),
+             "tie_group_may_continue": cut.may_continue}
+    slots = gold.height - cut.boundary
+    group = _subside(widened, cut.group_rows)
+    if pred.height != gold.height:
+        return RowOutcome(False, f"gold has {plural(gold.height, 'row')}, predicted {pred.height} "
+                                 "(the LIMIT cuts a tie group, but the row count must still match)"), extra
+    prefix_gold = _subside(gold, range(cut.boundary))
+    if order.ordered:
+        # Rows before the cut group must match in order; the last `slots` rows may be any rows
+        # of the tie group.
+        prefix_pred = _subside(pred, range(cut.boundary))
+        before = _compare_rows(prefix_gold, prefix_pred, order, names) if cut.boundary else \
+            RowOutcome(True, "")
+        if not before.match:
+            return before, extra
+        tail = _subside(pred, range(cut.boundary, pred.height))
+    else:
+        # Bag: every gold row outside the cut group must be predicted; the rest must come
+        # from the tie group.
+        gold_left, pred_left, _ = unmatched(prefix_gold.key_rows(), pred.key_rows(),
+                                            prefix_gold.fine_row, pred.fine_row, gold.policy)
+        if gold_left:
+            return RowOutcome(False, f"{plural(len(gold_left), 'gold row')} missing from prediction, "
+                                     f"e.g. {format_row(prefix_gold.raw_row(gold_left[0]))}"), extra
+        tail = _subside(pred, pred_left)
+    _, foreign, paired = unmatched(group.key_rows(), tail.key_rows(), group.fine_row, tail.fine_row,
+                                   gold.policy)
+    if foreign:
+        return RowOutcome(False, f"the gold's LIMIT cuts a tie group at {row_span(cut.boundary, gold.height - 1)}, "
+                                 f"but predicted row {format_row(tail.raw_row(foreign[0]))} is not one "
+                                 f"of the {len(cut.group_rows)} tied rows", paired), extra
+    head = f"first {plural(cut.boundary, 'row')} match and the last " if cut.boundary else "all "
+    return RowOutcome(True, f"{head}{plural(slots, 'row')} come from the tie group the gold's "
+                            f"LIMIT cuts ({len(cut.group_rows)} tied rows seen)", paired), extra

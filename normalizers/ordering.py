@@ -1,0 +1,168 @@
+"""Read the gold SQL to learn whether row order is part of its answer.
+
+Only the ORDER BY of the outermost query counts (for a set operation, the ORDER BY applied to the
+whole UNION/INTERSECT/EXCEPT). ORDER BY inside OVER(), subqueries, CTEs or aggregates such as
+GROUP_CONCAT(... ORDER BY ...) shapes values, not the order of the returned rows, and sqlglot's
+tree keeps those on other nodes, so looking at the outermost node's own ``order`` is enough.
+
+Each ORDER BY key is resolved to an output column (by alias, by position, or by matching a
+projected expression) so that rows tied on the keys can be recognised in the gold result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+
+#: rows the widened gold query returns beyond the original LIMIT, to reveal a cut tie group
+WIDEN_EXTRA_ROWS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class OrderInfo:
+    """What the gold SQL says about order.
+
+    ``ordered``: the outermost query has ORDER BY. ``keys``: output-column indices of the ORDER BY
+    keys, or None when some key is not an output column (then ``unresolved`` lists those keys as
+    SQL). ``limit``/``offset``: the outermost LIMIT and OFFSET when they are integer literals.
+    ``parsed``: False when sqlglot could not parse the SQL (nothing else is then known).
+    """
+
+    ordered: bool
+    keys: tuple[int, ...] | None = None
+    unresolved: tuple[str, ...] = ()
+    limit: int | None = None
+    offset: int | None = None
+    parsed: bool = True
+
+
+UNPARSED = OrderInfo(ordered=False, parsed=False)
+
+
+def _parse_outermost(sql: str, dialect: str) -> exp.Query | None:
+    """The outermost query of the last statement in ``sql``, or None if it is not a query."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except (ParseError, SqlglotError, ValueError):
+        return None
+    if not statements:
+        return None
+    node = statements[-1]
+    # A parenthesised query is still the outermost query; its own ORDER BY (if any) counts.
+    while isinstance(node, exp.Subquery | exp.Paren) and not node.args.get("order"):
+        node = node.this
+    return node if isinstance(node, exp.Query) else None
+
+
+def _literal_int(node: exp.Expression | None) -> int | None:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return int(node.this)
+        except ValueError:
+            return None
+    return None
+
+
+def _limit_of(query: exp.Expression) -> tuple[int | None, exp.Expression | None]:
+    limit = query.args.get("limit")
+    if isinstance(limit, exp.Limit):
+        return _literal_int(limit.expression), limit
+    if isinstance(limit, exp.Fetch):
+        return _literal_int(limit.args.get("count")), limit
+    return None, None
+
+
+def _offset_of(query: exp.Expression) -> int | None:
+    offset = query.args.get("offset")
+    if isinstance(offset, exp.Offset):
+        return _literal_int(offset.expression)
+    return None
+
+
+def _casefold_name(node: exp.Expression) -> str:
+    return node.name.casefold()
+
+
+def _resolve_key(key: exp.Expression, projections: list[exp.Expression],
+                 output_columns: list[str]) -> int | None:
+    """Output-column index an ORDER BY key refers to, or None."""
+    position = _literal_int(key)
+    if position is not None:
+        return position - 1 if 1 <= position <= len(output_columns) else None
+    if isinstance(key, exp.Column) and not key.table:
+        wanted = key.name.casefold()
+        by_alias = [i for i, p in enumerate(projections)
+                    if isinstance(p, exp.Alias) and p.alias.casefold() == wanted]
+        if len(by_alias) == 1:
+            return by_alias[0]
+    for i, projection in enumerate(projections):
+        if projection.unalias() == key:
+            return i
+    if isinstance(key, exp.Column):
+        wanted = key.name.casefold()
+        same_column = [
+            i for i, p in enumerate(projections)
+            if isinstance(p.unalias(), exp.Column) and _casefold_name(p.unalias()) == wanted
+            and (not key.table or not p.unalias().table
+                 or p.unalias().table.casefold() == key.table.casefold())
+        ]
+        if len(same_column) == 1:
+            return same_column[0]
+        # SELECT *: sqlglot cannot expand it without the schema, the result's headers can.
+        if any(p.is_star for p in projections):
+            by_header = [i for i, name in enumerate(output_columns) if name.casefold() == wanted]
+            if len(by_header) == 1:
+                return by_header[0]
+    return None
+
+
+def infer_order(sql: str, dialect: str, output_columns: list[str]) -> OrderInfo:
+    """Order information of ``sql``'s outermost query; ``output_columns`` are the gold result's
+    headers, used to resolve keys that the SQL alone cannot (``SELECT *``)."""
+    query = _parse_outermost(sql, dialect)
+    if query is None:
+        return UNPARSED
+    limit, _ = _limit_of(query)
+    offset = _offset_of(query)
+    order = query.args.get("order")
+    if not isinstance(order, exp.Order) or not order.expressions:
+        return OrderInfo(ordered=False, limit=limit, offset=offset)
+    projections = list(query.selects)
+    keys: list[int] = []
+    unresolved: list[str] = []
+    for ordered in order.expressions:
+        key = ordered.this if isinstance(ordered, exp.Ordered) else ordered
+        index = _resolve_key(key, projections, output_columns)
+        if index is None:
+            unresolved.append(key.sql(dialect=dialect))
+        else:
+            keys.append(index)
+    if unresolved:
+        return OrderInfo(ordered=True, keys=None, unresolved=tuple(unresolved),
+                         limit=limit, offset=offset)
+    return OrderInfo(ordered=True, keys=tuple(keys), limit=limit, offset=offset)
+
+
+def widen_limit(sql: str, dialect: str, *, extra: int = WIDEN_EXTRA_ROWS) -> str | None:
+    """``sql`` with its outermost LIMIT raised by ``extra`` rows, or None when the outermost query
+    has no ORDER BY with an integer LIMIT (then there is no tie group a LIMIT could cut).
+
+    The runner executes the result and passes it to ``compare(..., gold_widened=...)``: rows past
+    the original LIMIT that tie with the last gold row show that the LIMIT cut a tie group.
+    """
+    query = _parse_outermost(sql, dialect)
+    if query is None or not isinstance(query.args.get("order"), exp.Order):
+        return None
+    limit, node = _limit_of(query)
+    if limit is None or node is None:
+        return None
+    widened = query.copy()
+    new_count = exp.Literal.number(limit + extra)
+    if isinstance(node, exp.Fetch):
+        widened.args["limit"].set("count", new_count)
+    else:
+        widened.args["limit"].set("expression", new_count)
+    return widened.sql(dialect=dialect)

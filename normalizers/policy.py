@@ -1,0 +1,109 @@
+"""The switches of the comparison contract, gathered in one frozen object.
+
+Every rule of docs/comparison.md that could reasonably be argued either way has a field here, so a
+user who disagrees with a default can turn it off per call (``polysql.compare(..., bool_as_int=False)``)
+without forking the comparison code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
+
+from polysql.errors import ComparisonError
+
+UnresolvedOrder = Literal["exact", "bag"]
+
+
+@dataclass(frozen=True, slots=True)
+class ComparePolicy:
+    """How lenient the comparison is. Defaults are the contract in docs/comparison.md."""
+
+    # -- values -------------------------------------------------------------------------------
+    #: compare numbers within ``rel_tol``/``abs_tol``; False means exact numeric equality
+    numeric_tolerance: bool = True
+    rel_tol: float = 1e-5
+    abs_tol: float = 1e-9
+    #: text that spells a number equals that number (only against a column holding numbers)
+    numeric_strings: bool = True
+    #: True/False equal 1/0
+    bool_as_int: bool = True
+    #: text 'true'/'false' (any case) equals a boolean (only against a column holding booleans)
+    bool_text: bool = False
+    #: a floating NaN equals another NaN
+    nan_equals_nan: bool = True
+    #: dates/datetimes equal their ISO text ('T' or space, fractional zeros ignored)
+    temporal_text: bool = True
+    #: a datetime at exactly midnight equals the date alone
+    midnight_as_date: bool = True
+    #: 'abc  ' equals 'abc' (CHAR padding differs between engines)
+    trim_trailing_spaces: bool = True
+
+    # -- columns ------------------------------------------------------------------------------
+    #: compare column headers ignoring case when aligning by name
+    case_insensitive_headers: bool = True
+    #: align columns by header name when every gold name is found among the predicted ones
+    align_by_name: bool = True
+    #: extra predicted columns are ignored (name or value alignment)
+    allow_extra_columns: bool = True
+    #: match columns by their values when names and positions cannot align them
+    align_by_value: bool = True
+
+    # -- rows ---------------------------------------------------------------------------------
+    #: rows tied on the gold's ORDER BY keys may come in any order among themselves
+    ties_any_order: bool = True
+    #: accept any rows from a tie group cut by the gold's LIMIT (needs ``gold_widened``)
+    ties_at_limit: bool = True
+    #: what to do when an ORDER BY key is not an output column: demand the gold's exact row
+    #: order ("exact") or ignore order altogether ("bag")
+    unresolved_order_keys: UnresolvedOrder = "exact"
+
+    def __post_init__(self) -> None:
+        for name in ("rel_tol", "abs_tol"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) \
+                    or value < 0 or value >= 1:
+                raise ComparisonError(
+                    f"policy option {name} must be a number in [0, 1), got {value!r}"
+                )
+        for f in fields(self):
+            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
+                raise ComparisonError(
+                    f"policy option {f.name} must be True or False, got {getattr(self, f.name)!r}"
+                )
+        if self.unresolved_order_keys not in ("exact", "bag"):
+            raise ComparisonError(
+                "policy option unresolved_order_keys must be 'exact' or 'bag', "
+                f"got {self.unresolved_order_keys!r}"
+            )
+
+    @property
+    def tolerant(self) -> bool:
+        """Whether numbers are compared within a tolerance rather than exactly."""
+        return self.numeric_tolerance and (self.rel_tol > 0 or self.abs_tol > 0)
+
+    @property
+    def significant_digits(self) -> int:
+        """Digits kept when bucketing numbers for hashing: buckets no wider than ``rel_tol``."""
+        if self.rel_tol <= 0:
+            return 17
+        return min(17, 1 + math.ceil(-math.log10(self.rel_tol)))
+
+    def with_options(self, **options: Any) -> ComparePolicy:
+        """A copy with ``options`` changed; unknown names raise ComparisonError."""
+        unknown = sorted(set(options) - set(option_names()))
+        if unknown:
+            raise ComparisonError(
+                f"unknown comparison policy option(s) {', '.join(unknown)}; "
+                f"valid options are: {', '.join(option_names())}"
+            )
+        return replace(self, **options)
+
+
+def option_names() -> list[str]:
+    """Names of every policy option, in declaration order."""
+    return [f.name for f in fields(ComparePolicy)]
+
+
+DEFAULT_POLICY = ComparePolicy()

@@ -1,0 +1,105 @@
+"""Tolerance-aware matching of the rows the hashed fast path could not pair.
+
+Hashing needs equal keys, so numbers are bucketed; two numbers within tolerance can still land in
+neighbouring buckets (0.1234549 vs 0.1234551). Only the leftover rows come here, with their values
+in exact form (:class:`~polysql.normalizers.values.Number`), and are paired by sorting: rows are
+grouped by their non-numeric values, sorted on their first numeric value, and each gold row takes
+the first unused predicted row whose numbers are all within tolerance. The cost is
+O(r log r) for r leftover rows, plus the width of each tolerance window.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from typing import Any
+
+from polysql.normalizers.policy import ComparePolicy
+from polysql.normalizers.values import Number
+
+_NUMBER_SLOT = object()  # stands for "some number" in a row's signature
+
+
+def values_match(a: Any, b: Any, policy: ComparePolicy) -> bool:
+    """Whether two fine values are equal under the contract."""
+    if isinstance(a, Number) and isinstance(b, Number):
+        if a.exact is not None and b.exact is not None:
+            return a.exact == b.exact  # two integers: exactly, even beyond float precision
+        if not policy.tolerant:
+            return a.approx == b.approx
+        return math.isclose(a.approx, b.approx, rel_tol=policy.rel_tol, abs_tol=policy.abs_tol)
+    if isinstance(a, Number) or isinstance(b, Number):
+        return False
+    return bool(a == b)
+
+
+def rows_match(a: Sequence[Any], b: Sequence[Any], policy: ComparePolicy) -> bool:
+    return len(a) == len(b) and all(values_match(x, y, policy) for x, y in zip(a, b, strict=True))
+
+
+def first_difference(a: Sequence[Any], b: Sequence[Any], policy: ComparePolicy) -> int | None:
+    """Index of the first column where two rows differ, or None."""
+    for j, (x, y) in enumerate(zip(a, b, strict=True)):
+        if not values_match(x, y, policy):
+            return j
+    return None
+
+
+def _signature(row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(_NUMBER_SLOT if isinstance(x, Number) else x for x in row)
+
+
+def _window(value: float, policy: ComparePolicy) -> float:
+    """Half-width of the interval that can hold a number within tolerance of ``value``."""
+    reach = max(policy.rel_tol * abs(value) / (1.0 - policy.rel_tol), policy.abs_tol)
+    return reach * (1.0 + 1e-9) + 1e-300
+
+
+def pair_within_tolerance(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]],
+                          policy: ComparePolicy) -> tuple[list[int], list[int]]:
+    """Pair gold rows with predicted rows equal under tolerance, as a multiset.
+
+    Returns the indices (into ``gold`` and ``pred``) of the rows left unpaired.
+    """
+    pred_groups: dict[tuple[Any, ...], list[int]] = {}
+    for k, row in enumerate(pred):
+        pred_groups.setdefault(_signature(row), []).append(k)
+    gold_groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, row in enumerate(gold):
+        gold_groups.setdefault(_signature(row), []).append(i)
+
+    unpaired_gold: list[int] = []
+    used_pred: set[int] = set()
+    for signature, gold_rows in gold_groups.items():
+        candidates = pred_groups.get(signature)
+        if not candidates:
+            unpaired_gold.extend(gold_rows)
+            continue
+        numeric = [j for j, slot in enumerate(signature) if slot is _NUMBER_SLOT]
+        if not numeric:
+            # Identical non-numeric rows: pair them off one to one.
+            paired = min(len(gold_rows), len(candidates))
+            used_pred.update(candidates[:paired])
+            unpaired_gold.extend(gold_rows[paired:])
+            continue
+        lead = numeric[0]
+        candidates = sorted(candidates, key=lambda k: pred[k][lead].approx)
+        lead_values = [pred[k][lead].approx for k in candidates]
+        taken = [False] * len(candidates)
+        for i in sorted(gold_rows, key=lambda i: gold[i][lead].approx):
+            value = gold[i][lead].approx
+            if math.isfinite(value):
+                reach = _window(value, policy)
+                lo, hi = bisect_left(lead_values, value - reach), bisect_right(lead_values, value + reach)
+            else:
+                lo, hi = bisect_left(lead_values, value), bisect_right(lead_values, value)
+            for pos in range(lo, hi):
+                if not taken[pos] and rows_match(gold[i], pred[candidates[pos]], policy):
+                    taken[pos] = True
+                    used_pred.add(candidates[pos])
+                    break
+            else:
+                unpaired_gold.append(i)
+    unpaired_pred = [k for k in range(len(pred)) if k not in used_pred]
+    return sorted(unpaired_gold), unpaired_pred

@@ -1,0 +1,428 @@
+"""Canonical keys for result values: one hashable key per value, computed a whole column at a time.
+
+Two values that the contract calls equal get equal keys (``1``, ``1.0``, ``Decimal('1.00')`` and,
+against a numeric column, ``'1'``), so rows can be compared as tuples of keys with hashing and
+counting instead of pairwise loops. Numbers are bucketed to the policy's significant digits, which
+makes equal keys imply "within tolerance"; values within tolerance that fall into neighbouring
+buckets are reconciled afterwards by :mod:`polysql.normalizers.tolerance` on the few rows left over.
+
+Work is dispatched once per column on the set of Python types it holds, so the common homogeneous
+columns are converted with a single vectorized numpy pass or a C-level ``map``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import Decimal, InvalidOperation
+from itertools import repeat
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from polysql.normalizers.policy import ComparePolicy
+
+NoneType = type(None)
+NUMBER_TYPES: frozenset[type] = frozenset({int, float, Decimal})
+TEMPORAL_TYPES: frozenset[type] = frozenset({date, datetime, time})
+BINARY_TYPES: frozenset[type] = frozenset({bytes, bytearray, memoryview})
+#: integers up to this magnitude convert to float64 exactly
+EXACT_FLOAT_INT = 2**53
+
+
+class _NaN:
+    """The key of every NaN when NaN equals NaN (float('nan') is not equal to itself)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN_KEY = _NaN()
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How the values of one aligned column pair are read.
+
+    Text is read as a number / date / boolean only when the column it is compared with holds such
+    values: two text columns are always compared as text, so '01' and '1' stay different there.
+    ``native`` says the pair's Python types already compare the way the contract wants (ints and
+    Decimals, or one temporal type on both sides), so the raw values serve as keys unconverted;
+    near-equal Decimals then meet in the tolerance pass instead of in the hash.
+    """
+
+    numbers: bool = False
+    temporal: bool = False
+    booleans: bool = False
+    native: bool = False
+
+
+PLAIN_READING = Reading()
+_NATIVE_READING = Reading(native=True)
+#: types whose own equality and hashing already are the contract's, when a pair holds only them
+_NATIVE_ALONE: frozenset[type] = frozenset({date, datetime, time, bytes})
+
+
+def column_types(values: Sequence[Any]) -> frozenset[type]:
+    """The set of Python types in a column (one C-level pass)."""
+    return frozenset(map(type, values))
+
+
+def reading_for(types: frozenset[type], policy: ComparePolicy, *, native_ok: bool = True) -> Reading:
+    """How to read a column pair whose combined value types are ``types``."""
+    kinds = types - {NoneType}
+    if native_ok and kinds:
+        exact_numbers = {int, Decimal} | ({bool} if policy.bool_as_int else set())
+        if kinds <= exact_numbers \
+                or len(kinds) == 1 and kinds <= _NATIVE_ALONE:
+            return _NATIVE_READING
+    if str not in types:
+        return PLAIN_READING
+    numberish = NUMBER_TYPES | ({bool} if policy.bool_as_int else set())
+    return Reading(
+        numbers=policy.numeric_strings and bool(types & numberish),
+        temporal=policy.temporal_text and bool(types & TEMPORAL_TYPES),
+        booleans=policy.bool_text and bool in types,
+    )
+
+
+# -- numbers ------------------------------------------------------------------------------------
+
+def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """Round finite non-zero floats to ``digits`` significant digits (others unchanged)."""
+    out = values.copy()
+    finite = np.isfinite(values) & (values != 0)
+    if not finite.any():
+        return out
+    x = values[finite]
+    # Clip keeps 10**k finite for subnormal or huge inputs; such values are then compared by the
+    # tolerance pass rather than by bucket, which is fine because they are rare.
+    exponent = np.clip(np.floor(np.log10(np.abs(x))), -300, 300)
+    scale = np.power(10.0, digits - 1 - exponent)
+    rounded = np.round(x * scale) / scale
+    out[finite] = np.where(np.isfinite(rounded), rounded, x)
+    return out
+
+
+def _float_array_keys(arr: np.ndarray, policy: ComparePolicy) -> list[Any]:
+    """Keys of a float64 array: integral values kept exactly (so 3.0 meets int 3 in the hash),
+    others bucketed to the policy's significant digits."""
+    if policy.tolerant:
+        integral = (arr == np.trunc(arr)) & (np.abs(arr) < EXACT_FLOAT_INT)
+        if not integral.all():
+            arr = np.where(integral, arr, round_significant(arr, policy.significant_digits))
+    keys = arr.tolist()
+    nan_positions = np.flatnonzero(np.isnan(arr))
+    for i in nan_positions.tolist():
+        keys[i] = _nan_key(policy)
+    return keys
+
+
+def _nan_key(policy: ComparePolicy) -> Hashable:
+    # A fresh object equals nothing but itself, which is exactly "NaN never equals NaN".
+    return NAN_KEY if policy.nan_equals_nan else object()
+
+
+def _float_keys(values: Sequence[float], policy: ComparePolicy) -> list[Any]:
+    return _float_array_keys(np.array(values, dtype=np.float64), policy)
+
+
+def _int_keys(values: Sequence[int], policy: ComparePolicy) -> list[Any]:
+    # Python ints are exact and hash equal to the equal float/Decimal: they are their own keys.
+    return list(values)
+
+
+def _decimal_keys(values: Sequence[Decimal], policy: ComparePolicy) -> list[Any]:
+    if not policy.tolerant:
+        return [_exact_decimal_key(d, policy) for d in values]
+    try:
+        arr = np.fromiter(map(float, values), dtype=np.float64, count=len(values))
+    except (ValueError, OverflowError):  # signalling NaN and the like: per value
+        return [_decimal_key_slow(d, policy) for d in values]
+    keys = _float_array_keys(arr, policy)
+    # Beyond float precision an integral Decimal must stay exact (ids, big sums).
+    for i in np.flatnonzero(~(np.abs(arr) < EXACT_FLOAT_INT)).tolist():
+        keys[i] = _decimal_key_slow(values[i], policy)
+    return keys
+
+
+def _decimal_key_slow(d: Decimal, policy: ComparePolicy) -> Hashable:
+    if d.is_nan():
+        return _nan_key(policy)
+    if d.is_infinite():
+        return math.inf if d > 0 else -math.inf
+    if d == d.to_integral_value():
+        return int(d)
+    return _float_array_keys(np.array([float(d)]), policy)[0]
+
+
+def _exact_decimal_key(d: Decimal, policy: ComparePolicy) -> Hashable:
+    """Exact mode: Decimal('1.1') still equals the float 1.1 (its shortest repr), nothing closer."""
+    if d.is_nan():
+        return _nan_key(policy)
+    if d.is_finite() and d == d.to_integral_value():
+        return int(d)
+    as_float = float(d)
+    return as_float if Decimal(repr(as_float)) == d else d
+
+
+def _bool_keys(values: Sequence[bool], policy: ComparePolicy) -> list[Any]:
+    if policy.bool_as_int:
+        return list(values)  # True == 1 and hash(True) == 1 already
+    return [("bool", v) for v in values]
+
+
+# -- temporal -----------------------------------------------------------------------------------
+
+_DATETIME_TEXT = re.compile(
+    r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?"
+)
+_TIME_TEXT = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?")
+
+
+def _clock_text(hh: str, mm: str, ss: str, fraction: str) -> str:
+    fraction = fraction.rstrip("0")
+    return f"{hh}:{mm}:{ss}.{fraction}" if fraction else f"{hh}:{mm}:{ss}"
+
+
+def _datetime_text(day: str, hh: str, mm: str, ss: str, fraction: str, policy: ComparePolicy) -> str:
+    clock = _clock_text(hh, mm, ss, fraction)
+    if policy.midnight_as_date and clock == "00:00:00":
+        return day
+    return f"{day} {clock}"
+
+
+def _datetime_key(v: datetime, policy: ComparePolicy) -> Hashable:
+    if v.tzinfo is not None and v.utcoffset() is not None:
+        # Aware values are compared as instants: render in UTC and mark them so.
+        utc = v.astimezone(UTC)
+        clock = _clock_text(f"{utc.hour:02d}", f"{utc.minute:02d}", f"{utc.second:02d}",
+                            f"{utc.microsecond:06d}")
+        text = f"{utc.date().isoformat()} {clock}+00:00"
+        return text if policy.temporal_text else ("datetime", text)
+    if policy.midnight_as_date and v.time() == time(0):
+        return _date_key(v.date(), policy)
+    if not policy.temporal_text:
+        return v
+    clock = _clock_text(f"{v.hour:02d}", f"{v.minute:02d}", f"{v.second:02d}", f"{v.microsecond:06d}")
+    return f"{v.date().isoformat()} {clock}"
+
+
+def _date_key(v: date, policy: ComparePolicy) -> Hashable:
+    return v.isoformat() if policy.temporal_text else v
+
+
+def _time_key(v: time, policy: ComparePolicy) -> Hashable:
+    if not policy.temporal_text:
+        return v
+    return _clock_text(f"{v.hour:02d}", f"{v.minute:02d}", f"{v.second:02d}", f"{v.microsecond:06d}")
+
+
+def _date_keys(values: Sequence[date], policy: ComparePolicy) -> list[Any]:
+    return list(map(date.isoformat, values)) if policy.temporal_text else list(values)
+
+
+def _datetime_keys(values: Sequence[datetime], policy: ComparePolicy) -> list[Any]:
+    return [_datetime_key(v, policy) for v in values]
+
+
+def _time_keys(values: Sequence[time], policy: ComparePolicy) -> list[Any]:
+    return [_time_key(v, policy) for v in values]
+
+
+# -- text ---------------------------------------------------------------------------------------
+
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+
+
+def parse_number_text(text: str) -> int | Decimal | None:
+    """The number ``text`` spells (strictly: no spaces, no 'inf'/'nan', no '_'), else None."""
+    stripped = text.strip()
+    if _INTEGER_TEXT.fullmatch(stripped):
+        return int(stripped)
+    if _NUMBER_TEXT.fullmatch(stripped):
+        try:
+            return Decimal(stripped)
+        except InvalidOperation:  # pragma: no cover - the pattern only admits valid numbers
+            return None
+    return None
+
+
+def temporal_text_key(text: str, policy: ComparePolicy) -> str | None:
+    """Canonical text of an ISO date, datetime or time spelled in ``text``, else None."""
+    stripped = text.strip()
+    m = _DATETIME_TEXT.fullmatch(stripped)
+    if m:
+        day, hh, mm, ss, fraction = m.groups()
+        if hh is None:
+            return day
+        return _datetime_text(day, hh, mm, ss or "00", fraction or "", policy)
+    m = _TIME_TEXT.fullmatch(stripped)
+    if m:
+        hh, mm, ss, fraction = m.groups()
+        return _clock_text(hh, mm, ss or "00", fraction or "")
+    return None
+
+
+def _text_keys_with(values: Sequence[str], policy: ComparePolicy, reading: Reading) -> list[Any]:
+    trimmed = list(map(str.rstrip, values, repeat(" "))) if policy.trim_trailing_spaces else list(values)
+    if reading == PLAIN_READING:
+        return trimmed
+    numbers: list[int | Decimal] = []
+    number_positions: list[int] = []
+    for i, text in enumerate(trimmed):
+        if reading.numbers:
+            number = parse_number_text(text)
+            if number is not None:
+                numbers.append(number)
+                number_positions.append(i)
+                continue
+        if reading.temporal:
+            key = temporal_text_key(text, policy)
+            if key is not None:
+                trimmed[i] = key
+                continue
+        if reading.booleans:
+            lowered = text.strip().lower()
+            if lowered in ("true", "false"):
+                trimmed[i] = _bool_keys([lowered == "true"], policy)[0]
+    if numbers:
+        for i, key in zip(number_positions, column_keys(numbers, policy), strict=True):
+            trimmed[i] = key
+    return trimmed
+
+
+# -- other types --------------------------------------------------------------------------------
+
+def _binary_keys(values: Sequence[Any], policy: ComparePolicy) -> list[Any]:
+    return [bytes(v) for v in values]
+
+
+def _generic_key(v: Any, policy: ComparePolicy) -> Hashable:
+    """Types no engine driver we support returns today; handled one value at a time."""
+    if isinstance(v, bool):
+        return _bool_keys([v], policy)[0]
+    if isinstance(v, Integral):
+        return int(v)
+    if isinstance(v, Real):
+        return _float_keys([float(v)], policy)[0]
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, datetime):
+        return _datetime_key(v, policy)
+    if isinstance(v, date):
+        return _date_key(v, policy)
+    if isinstance(v, str):
+        return v.rstrip(" ") if policy.trim_trailing_spaces else str(v)
+    if isinstance(v, list | tuple):
+        return tuple(_generic_key(x, policy) for x in v)
+    try:
+        hash(v)
+    except TypeError:
+        return ("unhashable", repr(v))
+    return v
+
+
+_HOMOGENEOUS: dict[type, Callable[[Sequence[Any], ComparePolicy], list[Any]]] = {
+    int: _int_keys,
+    float: _float_keys,
+    Decimal: _decimal_keys,
+    bool: _bool_keys,
+    date: _date_keys,
+    datetime: _datetime_keys,
+    time: _time_keys,
+    bytes: _binary_keys,
+    bytearray: _binary_keys,
+    memoryview: _binary_keys,
+}
+
+
+def _homogeneous_keys(kind: type, values: Sequence[Any], policy: ComparePolicy,
+                      reading: Reading) -> list[Any]:
+    if kind is str:
+        return _text_keys_with(values, policy, reading)
+    convert = _HOMOGENEOUS.get(kind)
+    if convert is not None:
+        return convert(values, policy)
+    return [_generic_key(v, policy) for v in values]
+
+
+def column_keys(values: Sequence[Any], policy: ComparePolicy,
+                reading: Reading = PLAIN_READING,
+                types: frozenset[type] | None = None) -> Sequence[Any]:
+    """Canonical keys of one column, in row order. ``None`` (SQL NULL) stays ``None``."""
+    if types is None:
+        types = column_types(values)
+    kinds = types - {NoneType}
+    if not kinds or reading.native:
+        return values  # keys are only read, never mutated: no copy needed
+    if len(kinds) == 1 and NoneType not in types:
+        return _homogeneous_keys(next(iter(kinds)), values, policy, reading)
+    # Mixed column (SQLite is dynamically typed) or NULLs present: convert each type's values
+    # together, then scatter the keys back into row order.
+    positions: dict[type, list[int]] = {}
+    for i, v in enumerate(values):
+        positions.setdefault(type(v), []).append(i)
+    out: list[Any] = [None] * len(values)
+    for kind, where in positions.items():
+        if kind is NoneType:
+            continue
+        keys = _homogeneous_keys(kind, [values[i] for i in where], policy, reading)
+        for i, key in zip(where, keys, strict=True):
+            out[i] = key
+    return out
+
+
+# -- exact values for the tolerance pass --------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A numeric value as the tolerance pass sees it: its float, and its exact integer when the
+    value is an integer (two integers must be exactly equal; anything else compares within
+    tolerance)."""
+
+    approx: float
+    exact: int | None
+
+    def __repr__(self) -> str:
+        return str(self.exact) if self.exact is not None else repr(self.approx)
+
+
+def _to_float(v: int | Decimal) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
+    """The value as the tolerance pass compares it: a :class:`Number` for numbers (and numeric
+    text where ``reading`` allows), the canonical key for anything else."""
+    if v is None:
+        return None
+    kind = type(v)
+    if kind is bool:
+        return Number(float(v), int(v)) if policy.bool_as_int else _bool_keys([v], policy)[0]
+    if kind is int:
+        return Number(_to_float(v), v)
+    if kind is float:
+        # A float is approximate by nature, even when integral: always compared within tolerance.
+        return _nan_key(policy) if math.isnan(v) else Number(v, None)
+    if kind is Decimal:
+        if v.is_nan():
+            return _nan_key(policy)
+        if v.is_finite() and v == v.to_integral_value():
+            return Number(_to_float(v), int(v))
+        return Number(_to_float(v), None)
+    if kind is str and reading.numbers:
+        number = parse_number_text(v.rstrip(" ") if policy.trim_trailing_spaces else v)
+        if number is not None:
+            return fine_value(number, policy, reading)
+    return column_keys([v], policy, reading)[0]

@@ -8,9 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import sqlglot
 from polysql.datasets.base import Question
 from polysql.datasets.demo import DB_ID, DemoDataset
 from polysql.datasets.tags import ALL_TAGS, CONSTRUCT_TAGS, DIFFICULTIES, HAZARD_TAGS
+from sqlglot import exp
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "datasets.md"
 
@@ -73,6 +75,40 @@ def test_limited_queries_are_ordered(demo_questions: list[Question]) -> None:
         if re.search(r"\blimit\b", q.gold_sql, re.I):
             assert re.search(r"\border\s+by\b", q.gold_sql, re.I), q.id
             assert "order_limit" in q.tags, q.id
+
+
+def tie_at_limit(db: Path, sql: str) -> bool:
+    """Whether the rows at positions LIMIT and LIMIT+1 share their ORDER BY keys.
+
+    The query is re-run without its LIMIT and with the ORDER BY keys appended to the output
+    (aliases and ordinals resolved to their expressions), so the keys can be compared directly.
+    """
+    tree = sqlglot.parse_one(sql, read="sqlite")
+    limit = int(tree.args["limit"].expression.name)
+    projections = list(tree.expressions)
+    aliases = {p.alias: p.this for p in projections if isinstance(p, exp.Alias)}
+    keys = []
+    for ordered in tree.args["order"].expressions:
+        key = ordered.this
+        if isinstance(key, exp.Column) and not key.table and key.name in aliases:
+            key = aliases[key.name]
+        elif isinstance(key, exp.Literal) and key.is_int:
+            projection = projections[int(key.name) - 1]
+            key = projection.this if isinstance(projection, exp.Alias) else projection
+        keys.append(key.copy())
+    probe = tree.copy()
+    probe.set("limit", None)
+    probe.set("expressions", [*projections, *(exp.alias_(k, f"_key{i}") for i, k in enumerate(keys))])
+    rows = [row[len(projections):] for row in run(db, probe.sql(dialect="sqlite"))]
+    return len(rows) > limit and rows[limit - 1] == rows[limit]
+
+
+def test_ties_at_the_limit_only_where_tagged(demo_db: Path,
+                                             demo_questions: list[Question]) -> None:
+    limited = [q for q in demo_questions if "order_limit" in q.tags]
+    assert limited
+    for q in limited:
+        assert tie_at_limit(demo_db, q.gold_sql) == ("limit_with_ties" in q.tags), q.id
 
 
 def test_tags_that_name_sql_features_match_the_sql(demo_questions: list[Question]) -> None:

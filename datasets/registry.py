@@ -69,6 +69,12 @@ def list_datasets() -> list[DatasetKind]:
     return list(KINDS)
 
 
+def describe_datasets() -> list[tuple[str, str]]:
+    """(spec form, description) per kind, for listings such as ``polysql datasets``."""
+    return [(kind.usage, kind.description) for kind in KINDS] + [
+        ("PATH[?options]", "a BIRD or Spider folder, recognised by its layout")]
+
+
 _BY_NAME: dict[str, DatasetKind] = {kind.name: kind for kind in KINDS}
 
 

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 from polysql.datasets.demo import DemoDataset
 from polysql.datasets.folder import FolderDataset
-from polysql.datasets.registry import detect_kind, get_dataset, list_datasets
+from polysql.datasets.registry import (
+    describe_datasets,
+    detect_kind,
+    get_dataset,
+    list_datasets,
+)
 
 from polysql.errors import DatasetError
 
@@ -21,6 +26,13 @@ def test_list_datasets_names_every_kind_with_its_form() -> None:
     assert set(kinds) == {"demo", "bird", "spider"}
     assert kinds["bird"].usage.startswith("bird:PATH")
     assert all(kind.description for kind in kinds.values())
+
+
+def test_describe_datasets_gives_every_form() -> None:
+    forms = [form for form, _ in describe_datasets()]
+    assert forms[:3] == [kind.usage for kind in list_datasets()]
+    assert forms[-1].startswith("PATH")
+    assert all(description for _, description in describe_datasets())
 
 
 def test_demo(isolated_cache: Path) -> None:

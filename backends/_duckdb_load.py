@@ -93,7 +93,7 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
                 replace: bool) -> tuple[dict[str, int], list[Coercion]]:
     """Create and fill every source table in ``conn``; row counts and coercions."""
     tables = source.tables()
-    coercions = source_coercions(source)
+    dropped_keys: list[Coercion] = []
     counts: dict[str, int] = {}
     for table in tables:
         try:
@@ -108,8 +108,9 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
                             f"but {counts[table.name]} arrived")
         dropped = _add_primary_key(conn, table)
         if dropped is not None:
-            coercions.append(dropped)
-    return counts, coercions
+            dropped_keys.append(dropped)
+    # Asked last: reading the rows may have found more (text that was not valid UTF-8).
+    return counts, source_coercions(source) + dropped_keys
 
 
 def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str | None,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -18,7 +19,7 @@ from polysql.backends._arrow import arrow_schema, arrow_type
 from polysql.backends._sqlite_types import quote_ident
 
 from polysql.errors import LoadError
-from polysql.schema import Column, Table
+from polysql.schema import Coercion, Column, Table
 
 # Arrow parses ISO timestamps up to microseconds; SQLite text may carry more digits.
 _MICROSECOND_TEXT_LENGTH = 26
@@ -65,22 +66,65 @@ def to_arrow(values: list[Any], column: Column) -> pa.Array:
     return pa.array(values, target)
 
 
+class LenientText:
+    """A sqlite3 ``text_factory`` that keeps going past text that is not valid UTF-8 (SQLite does
+    not validate what it stores), replacing bad bytes with U+FFFD and counting the values it
+    repaired so the load can report them."""
+
+    def __init__(self) -> None:
+        self.repaired = 0
+
+    def __call__(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.repaired += 1
+            return raw.decode("utf-8", errors="replace")
+
+
+@contextmanager
+def _decoding(conn: sqlite3.Connection, factory: LenientText) -> Iterator[None]:
+    previous = conn.text_factory
+    conn.text_factory = factory
+    try:
+        yield
+    finally:
+        conn.text_factory = previous
+
+
+def _repaired_per_column(columns: list[tuple[Any, ...]], table: Table) -> dict[str, int]:
+    return {column.name: sum(isinstance(v, str) and "\ufffd" in v for v in values)
+            for values, column in zip(columns, table.columns, strict=True)}
+
+
 def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
-                 lock: threading.Lock) -> Iterator[pa.RecordBatch]:
+                 lock: threading.Lock,
+                 on_coercion: Callable[[Coercion], None]) -> Iterator[pa.RecordBatch]:
+    """Yield ``table`` in batches; the lock is held per fetch, not for the whole stream."""
     select = ", ".join(select_expression(c) for c in table.columns)
     schema = arrow_schema(table)
-    with lock:
-        cursor = conn.execute(f"SELECT {select} FROM {quote_ident(table.name)}")
+    decoder = LenientText()
+    repaired: dict[str, int] = {}
+    cursor = conn.cursor()
     try:
+        with lock, _decoding(conn, decoder):
+            try:
+                cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)}")
+            except sqlite3.Error as exc:
+                raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
         while True:
-            with lock:
+            before = decoder.repaired
+            with lock, _decoding(conn, decoder):
                 try:
                     rows = cursor.fetchmany(batch_size)
                 except sqlite3.Error as exc:
                     raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
             if not rows:
-                return
+                break
             columns = list(zip(*rows, strict=True))
+            if decoder.repaired > before:
+                for name, count in _repaired_per_column(columns, table).items():
+                    repaired[name] = repaired.get(name, 0) + count
             try:
                 arrays = [to_arrow(list(values), column)
                           for values, column in zip(columns, table.columns, strict=True)]
@@ -90,3 +134,7 @@ def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
     finally:
         cursor.close()
+    for name, count in repaired.items():
+        if count:
+            on_coercion(Coercion(table.name, name, "text that is not valid UTF-8: invalid bytes "
+                                                   "replaced by U+FFFD", count))

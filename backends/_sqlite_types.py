@@ -98,8 +98,13 @@ _DIGIT = "[0-9]"
 _DATE_GLOB = f"{_DIGIT * 4}-{_DIGIT * 2}-{_DIGIT * 2}"
 
 
-def _scan_expressions(col: str) -> list[str]:
-    """Aggregate SQL for one column, in ColumnStats field order (minus exponent_texts)."""
+def _scan_expressions(col: str, family: str | None) -> list[str]:
+    """Aggregate SQL for one column, in ColumnStats field order (the last field is a count of
+    numbers in scientific notation, fetched separately only when non-zero).
+
+    Measures the declared family can never use are replaced by a constant, so a large TEXT
+    column is not run through date parsing and a DATE column is not measured for digits.
+    """
     as_text = f"CAST({col} AS TEXT)"
     is_number = f"typeof({col}) IN ('integer', 'real') AND instr({as_text}, 'e') = 0"
     dot = f"instr({as_text}, '.')"
@@ -114,33 +119,42 @@ def _scan_expressions(col: str) -> list[str]:
         f"AND (length({col}) = 16 OR (substr({col}, 17, 3) GLOB ':[0-5][0-9]' AND "
         f"(length({col}) = 19 OR (substr({col}, 20, 1) = '.' AND length({col}) > 20 "
         f"AND NOT substr({col}, 21) GLOB '*[^0-9]*'))))")
+    wants_dates = family != "text"
+    wants_digits = family == "decimal"
     return [
         f"sum(typeof({col}) = 'integer')",
         f"sum(typeof({col}) = 'real')",
         f"sum(typeof({col}) = 'text')",
         f"sum(typeof({col}) = 'blob')",
         f"sum((typeof({col}) = 'integer' AND {col} IN (0, 1)) "
-        f"OR (typeof({col}) = 'text' AND lower({col}) IN ('true', 'false')))",
-        f"sum({is_date})",
-        f"sum({is_datetime})",
+        f"OR (typeof({col}) = 'text' AND lower({col}) IN ('true', 'false')))"
+        if family == "boolean" else "0",
+        f"sum({is_date})" if wants_dates else "0",
+        f"sum({is_datetime})" if wants_dates else "0",
         f"max(CASE WHEN {is_number} THEN (CASE WHEN {dot} > 0 THEN {dot} - 1 "
-        f"ELSE length({as_text}) END) - (substr({as_text}, 1, 1) = '-') END)",
+        f"ELSE length({as_text}) END) - (substr({as_text}, 1, 1) = '-') END)"
+        if wants_digits else "0",
         f"max(CASE WHEN {is_number} AND {dot} > 0 "
-        f"THEN length(rtrim(substr({as_text}, {dot} + 1), '0')) END)",
+        f"THEN length(rtrim(substr({as_text}, {dot} + 1), '0')) END)"
+        if wants_digits else "0",
+        f"sum(typeof({col}) = 'real' AND instr({as_text}, 'e') > 0)" if wants_digits else "0",
     ]
 
 
-def scan_table(conn: sqlite3.Connection, table: str, columns: list[str]) -> tuple[int, list[ColumnStats]]:
-    """Row count and per-column stats of ``table`` in one pass (plus a rare second look at
-    numbers SQLite prints in scientific notation)."""
-    per_column = [_scan_expressions(quote_ident(c)) for c in columns]
+def scan_table(conn: sqlite3.Connection, table: str,
+               columns: list[tuple[str, str]]) -> tuple[int, list[ColumnStats]]:
+    """Row count and per-column stats of ``table`` (``columns``: name, declared type) in one
+    pass, plus a second look at the rare numbers SQLite prints in scientific notation."""
+    per_column = [_scan_expressions(quote_ident(name), parse_declared(declared).family)
+                  for name, declared in columns]
     select = ", ".join(["count(*)"] + [expr for exprs in per_column for expr in exprs])
     row = conn.execute(f"SELECT {select} FROM {quote_ident(table)}").fetchone()
     width = len(per_column[0]) if per_column else 0
     stats = []
-    for index, name in enumerate(columns):
-        values = [int(v or 0) for v in row[1 + index * width: 1 + (index + 1) * width]]
-        stats.append(ColumnStats(*values, exponent_texts=_exponent_texts(conn, table, name)))
+    for index, (name, _) in enumerate(columns):
+        *values, exponents = (int(v or 0) for v in row[1 + index * width: 1 + (index + 1) * width])
+        texts = _exponent_texts(conn, table, name) if exponents else ()
+        stats.append(ColumnStats(*values, exponent_texts=texts))
     return int(row[0]), stats
 
 
@@ -296,8 +310,7 @@ def introspect_table(conn: sqlite3.Connection, name: str) -> SourceTable:
                         (name,)).fetchall()
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
     info = [row for row in info if row[4] != 1]
-    names = [row[0] for row in info]
-    row_count, stats = scan_table(conn, name, names)
+    row_count, stats = scan_table(conn, name, [(row[0], row[1] or "") for row in info])
     columns: list[Column] = []
     coercions: list[Coercion] = []
     for (col_name, declared, notnull, _pk, _hidden), col_stats in zip(info, stats, strict=True):

@@ -125,11 +125,17 @@ class DuckDBBackend(Backend):
             refusal.elapsed = time.perf_counter() - started
             return refusal
         fired = threading.Event()
+        running = threading.Lock()  # held while this statement may still be interrupted
 
         def interrupt() -> None:
-            fired.set()
-            conn.interrupt()
+            # Under ``running`` so an interrupt that fires as the statement finishes can never
+            # land on the next statement of this connection.
+            with running:
+                if not finished:
+                    fired.set()
+                    conn.interrupt()
 
+        finished = False
         timer = threading.Timer(timeout, interrupt)
         timer.daemon = True
         timer.start()
@@ -145,6 +151,8 @@ class DuckDBBackend(Backend):
             return Result.failed(kind, message, elapsed=time.perf_counter() - started,
                                  engine=self.name)
         finally:
+            with running:
+                finished = True
             timer.cancel()
         truncated = len(rows) > max_rows
         return Result(columns=[d[0] for d in description], rows=rows[:max_rows],

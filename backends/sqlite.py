@@ -22,7 +22,7 @@ from polysql.backends._sqlite_safety import classify, read_only_authorizer
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from sqlalchemy.engine import URL
 
-from polysql.errors import ConfigError, EngineUnavailableError
+from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
 from polysql.registry import parse_url
 from polysql.schema import Coercion, LoadReport, Table
@@ -179,7 +179,10 @@ class SQLiteBackend(Backend):
         from polysql.backends._sqlite_types import introspect
 
         with self._lock:
-            sources = introspect(self._connection())
+            try:
+                sources = introspect(self._connection())
+            except sqlite3.Error as exc:
+                raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
         self._coercions = [c for source in sources for c in source.coercions]
         return [source.table for source in sources]
 
@@ -194,9 +197,11 @@ class SQLiteBackend(Backend):
 
         with self._lock:
             conn = self._connection()
-        # read_batches takes the lock per batch, not for the whole stream, so a slow consumer
-        # cannot starve other users of this connection for the whole copy.
-        yield from read_batches(conn, table, batch_size=batch_size, lock=self._lock)
+        if self._coercions is None:
+            self._coercions = []
+        # Text repaired while reading is a coercion too; it joins those found by tables().
+        yield from read_batches(conn, table, batch_size=batch_size, lock=self._lock,
+                                on_coercion=self._coercions.append)
 
     def fingerprint(self) -> str:
         from polysql.backends._fingerprint import sqlite_fingerprint

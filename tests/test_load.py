@@ -77,18 +77,40 @@ def test_missing_target_file_is_rebuilt_despite_sidecar(source: Path, tmp_path: 
     assert _duckdb_rows(target, 'SELECT count(*) FROM "Items"') == [(2,)]
 
 
+def _corrupt_overflow_chain(path: Path, marker: bytes) -> None:
+    """Break the overflow-page chain holding ``marker``: SQLite can still tell the value is TEXT
+    (typeof() does not follow the chain) but fails with "malformed" when it reads the value."""
+    data = bytearray(path.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    page_start = data.index(marker) // page_size * page_size
+    data[page_start:page_start + 4] = (2**31 - 1).to_bytes(4, "big")  # next page: nonsense
+    path.write_bytes(bytes(data))
+
+
 def test_failed_load_leaves_previous_copy_and_no_debris(source: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "copy.duckdb"
     polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
     before = sorted(p.name for p in target.parent.iterdir())
+    marker = b"MIDDLE-OF-A-LONG-NOTE"
     with sqlite3.connect(source) as conn:
-        # Text that is not UTF-8 cannot be read back through Python's sqlite3: the load fails
-        # after the first table has already been copied.
-        conn.execute("INSERT INTO notes VALUES (CAST(x'ff' AS TEXT))")
+        conn.execute("INSERT INTO notes VALUES (?)", ("a" * 20_000 + marker.decode() + "b" * 20_000,))
+    _corrupt_overflow_chain(source, marker)
+    # "Items" is copied, then reading "notes" fails half-way through the load.
     with pytest.raises(LoadError, match="notes"):
         polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
     assert sorted(p.name for p in target.parent.iterdir()) == before
     assert _duckdb_rows(target, "SELECT count(*) FROM notes") == [(1,)]
+
+
+def test_text_that_is_not_utf8_is_repaired_and_reported(source: Path, tmp_path: Path) -> None:
+    with sqlite3.connect(source) as conn:
+        conn.execute("INSERT INTO notes VALUES (CAST(x'41ff42' AS TEXT))")
+    target = tmp_path / "copy.duckdb"
+    report = polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    assert report.tables["notes"] == 2
+    (repair,) = [c for c in report.coercions if c.table == "notes"]
+    assert repair.column == "body" and repair.count == 1 and "UTF-8" in repair.message
+    assert ("A\ufffdB",) in _duckdb_rows(target, "SELECT body FROM notes")
 
 
 def test_missing_source_names_the_path(tmp_path: Path) -> None:

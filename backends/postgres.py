@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import psycopg
 from polysql.backends._postgres_conn import (
+    MAINTENANCE_DATABASE,
     ConnectionPool,
     connection_params,
     describe,
@@ -116,8 +117,20 @@ class PostgresBackend(Backend):
                  else connection_params(parsed))
         backend = cls(parsed, read_only=read_only, login=login, pool_size=pool_size,
                       reader_role=reader_role, screen_sql=screen, server_timeout=server_timeout)
-        backend.version()  # connect now, so an unreachable server fails here
+        backend._probe()
         return backend
+
+    def _probe(self) -> None:
+        """Connect now, so an unreachable server fails in ``connect``. A load target's database
+        may not exist yet (the load creates it): that probe uses the maintenance database."""
+        if self.read_only:
+            self.version()
+            return
+        conn = open_connection({**self.login, "dbname": MAINTENANCE_DATABASE})
+        try:
+            self._version = format_version(conn.info.server_version)
+        finally:
+            conn.close()
 
     @staticmethod
     def _reader_login(url: URL, reader_role: str) -> dict[str, Any]:

@@ -1,0 +1,240 @@
+"""Create and fill tables in a PostgreSQL schema from a load source, then add its keys.
+
+Rows travel as Arrow batches from the source and enter PostgreSQL through binary
+``COPY ... FROM STDIN``; nothing is inserted row by row. Keys are added after the rows: a key the
+source data violates (SQLite allows NULL and duplicate primary keys and dangling foreign keys) is
+left out and the reason recorded as a coercion, never by dropping rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
+from polysql.backends._postgres_types import check_identifier, copy_type, physical_type
+from psycopg import sql
+
+from polysql.errors import LoadError
+from polysql.naming import NameMode, convert_all
+from polysql.schema import Coercion, Column, ForeignKey, Table
+
+if TYPE_CHECKING:
+    from polysql.backends.base import Backend
+
+_NUL = "\x00"
+
+
+@dataclass(slots=True)
+class TablePlan:
+    """One source table and the names it gets in PostgreSQL."""
+
+    source: Table
+    name: str
+    columns: dict[str, str]  # source column name -> target column name
+
+    def target_columns(self) -> list[str]:
+        return [self.columns[c.name] for c in self.source.columns]
+
+
+@dataclass(slots=True)
+class CopyResult:
+    counts: dict[str, int] = field(default_factory=dict)  # target table -> rows loaded
+    coercions: list[Coercion] = field(default_factory=list)
+
+
+def plan_tables(tables: list[Table], mode: NameMode) -> list[TablePlan]:
+    """Target names for every table and column; a LoadError for a name PostgreSQL cannot keep."""
+    table_names = convert_all([t.name for t in tables], mode, where="the table names")
+    plans = []
+    for table in tables:
+        columns = convert_all([c.name for c in table.columns], mode,
+                              where=f"the columns of table {table.name!r}")
+        plans.append(TablePlan(table, table_names[table.name], columns))
+    problems = [check_identifier(plan.name, "table") for plan in plans]
+    problems += [check_identifier(name, f"column of table {plan.name!r}")
+                 for plan in plans for name in plan.columns.values()]
+    found = [p for p in problems if p]
+    if found:
+        raise LoadError("cannot load into PostgreSQL with exact names: " + "; ".join(found)
+                        + ". Rename the source objects or load with names='snake'")
+    if not all(plan.columns for plan in plans):
+        empty = next(plan.name for plan in plans if not plan.columns)
+        raise LoadError(f"table {empty!r} has no columns; PostgreSQL cannot hold it faithfully")
+    return plans
+
+
+def _qualified(schema: str, table: str) -> sql.Composed:
+    return sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+
+
+def _column_list(names: list[str] | tuple[str, ...]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(n) for n in names)
+
+
+def create_table(conn: psycopg.Connection, schema: str, plan: TablePlan) -> None:
+    columns = sql.SQL(", ").join(
+        sql.SQL("{} {}{}").format(
+            sql.Identifier(plan.columns[c.name]), sql.SQL(physical_type(c.type)),
+            sql.SQL("" if c.nullable else " NOT NULL"))
+        for c in plan.source.columns)
+    conn.execute(sql.SQL("CREATE TABLE {} ({})").format(_qualified(schema, plan.name), columns))
+
+
+class _NulCounter:
+    """Counts text values that held NUL characters, which PostgreSQL text cannot store."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def clean(self, array: pa.Array, column: Column) -> pa.Array:
+        if column.type.kind != "text" or array.null_count == len(array):
+            return array
+        has_nul = pc.match_substring(array, _NUL)
+        found = pc.sum(has_nul).as_py() or 0
+        if not found:
+            return array
+        self.counts[column.name] = self.counts.get(column.name, 0) + found
+        return pc.replace_substring(array, _NUL, "")
+
+
+def copy_rows(conn: psycopg.Connection, schema: str, plan: TablePlan,
+              source: Backend) -> tuple[int, list[Coercion]]:
+    """Stream every row of the source table into the created table; rows and coercions."""
+    columns = plan.source.columns
+    nuls = _NulCounter()
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        _qualified(schema, plan.name), _column_list(plan.target_columns()))
+    loaded = 0
+    with conn.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types([copy_type(c.type) for c in columns])
+        for batch in source.read_table(plan.source):
+            values: list[list[Any]] = [
+                nuls.clean(batch.column(i), column).to_pylist()
+                for i, column in enumerate(columns)]
+            for row in zip(*values, strict=True):
+                copy.write_row(row)
+            loaded += batch.num_rows
+    coercions = [Coercion(plan.name, plan.columns[name],
+                          "NUL characters removed: PostgreSQL text cannot hold them", count)
+                 for name, count in nuls.counts.items()]
+    return loaded, coercions
+
+
+def copy_tables(conn: psycopg.Connection, schema: str, plans: list[TablePlan],
+                source: Backend) -> CopyResult:
+    result = CopyResult()
+    for plan in plans:
+        try:
+            create_table(conn, schema, plan)
+            loaded, coercions = copy_rows(conn, schema, plan, source)
+        except psycopg.Error as exc:
+            raise LoadError(f"cannot load table {plan.source.name!r} into PostgreSQL: "
+                            f"{str(exc).strip()}") from exc
+        expected = plan.source.row_count
+        if expected is not None and loaded != expected:
+            raise LoadError(f"table {plan.source.name!r}: the source reported {expected} rows "
+                            f"but {loaded} arrived")
+        result.counts[plan.name] = loaded
+        result.coercions.extend(coercions)
+    return result
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+def _try(conn: psycopg.Connection, statement: sql.Composable) -> psycopg.Error | None:
+    """Run ``statement`` in a savepoint; the error that undid it, if any."""
+    try:
+        with conn.transaction():
+            conn.execute(statement)
+    except psycopg.Error as exc:
+        return exc
+    return None
+
+
+def _count(conn: psycopg.Connection, statement: sql.Composable) -> int:
+    row = conn.execute(statement).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def add_primary_key(conn: psycopg.Connection, schema: str, plan: TablePlan) -> Coercion | None:
+    keys = [plan.columns[c] for c in plan.source.primary_key]
+    if not keys:
+        return None
+    table = _qualified(schema, plan.name)
+    error = _try(conn, sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(
+        table, _column_list(keys)))
+    if error is None:
+        return None
+    any_null = sql.SQL(" OR ").join(sql.SQL("{} IS NULL").format(sql.Identifier(k)) for k in keys)
+    nulls = _count(conn, sql.SQL("SELECT count(*) FROM {} WHERE {}").format(table, any_null))
+    duplicates = _count(conn, sql.SQL(
+        "SELECT sum(n) FROM (SELECT count(*) AS n FROM {} WHERE NOT ({}) GROUP BY {} "
+        "HAVING count(*) > 1) AS d").format(table, any_null, _column_list(keys)))
+    if nulls or duplicates:
+        why = (f"{nulls} rows have a NULL key and {duplicates} rows share a key with another row")
+    else:
+        why = str(error).strip()
+    return Coercion(plan.name, ", ".join(keys), f"primary key not created: {why}",
+                    nulls + duplicates or 1)
+
+
+def _find(names: list[str], wanted: str) -> str | None:
+    """``wanted`` among ``names``, exactly or else ignoring case (SQLite names are
+    case-insensitive, so a foreign key may spell its target differently)."""
+    if wanted in names:
+        return wanted
+    folded = [n for n in names if n.lower() == wanted.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def add_foreign_key(conn: psycopg.Connection, schema: str, plan: TablePlan, key: ForeignKey,
+                    plans: list[TablePlan]) -> Coercion | None:
+    where = ", ".join(key.columns)
+
+    def skipped(why: str, count: int = 1) -> Coercion:
+        return Coercion(plan.name, where, f"foreign key to {key.ref_table!r} not created: {why}",
+                        count)
+
+    parent_name = _find([p.source.name for p in plans], key.ref_table)
+    if parent_name is None:
+        return skipped("the referenced table does not exist")
+    parent = next(p for p in plans if p.source.name == parent_name)
+    refs = list(key.ref_columns)
+    if not any(refs):
+        refs = list(parent.source.primary_key)  # FOREIGN KEY ... REFERENCES t: its primary key
+    child_cols = [_find(list(plan.columns), c) for c in key.columns]
+    parent_cols = [_find(list(parent.columns), c) for c in refs]
+    if len(child_cols) != len(parent_cols) or None in child_cols or None in parent_cols:
+        return skipped("its columns do not match the referenced table's columns")
+    child = [plan.columns[c] for c in child_cols if c is not None]
+    referenced = [parent.columns[c] for c in parent_cols if c is not None]
+    table, parent_table = _qualified(schema, plan.name), _qualified(schema, parent.name)
+    error = _try(conn, sql.SQL("ALTER TABLE {} ADD FOREIGN KEY ({}) REFERENCES {} ({})").format(
+        table, _column_list(child), parent_table, _column_list(referenced)))
+    if error is None:
+        return None
+    if isinstance(error, psycopg.errors.ForeignKeyViolation):
+        matches = sql.SQL(" AND ").join(
+            sql.SQL("p.{} = c.{}").format(sql.Identifier(r), sql.Identifier(c))
+            for c, r in zip(child, referenced, strict=True))
+        present = sql.SQL(" AND ").join(
+            sql.SQL("c.{} IS NOT NULL").format(sql.Identifier(c)) for c in child)
+        orphans = _count(conn, sql.SQL(
+            "SELECT count(*) FROM {} AS c WHERE {} AND NOT EXISTS "
+            "(SELECT 1 FROM {} AS p WHERE {})").format(table, present, parent_table, matches))
+        return skipped(f"{orphans} rows reference a missing row", orphans)
+    return skipped(str(error).strip().splitlines()[0])
+
+
+def add_keys(conn: psycopg.Connection, schema: str, plans: list[TablePlan]) -> list[Coercion]:
+    """Primary keys first (foreign keys need them), then foreign keys; what could not be added."""
+    coercions = [c for plan in plans if (c := add_primary_key(conn, schema, plan)) is not None]
+    for plan in plans:
+        for key in plan.source.foreign_keys:
+            dropped = add_foreign_key(conn, schema, plan, key, plans)
+            if dropped is not None:
+                coercions.append(dropped)
+    return coercions

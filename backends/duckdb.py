@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import duckdb
+import pyarrow as pa
 from polysql.backends._duckdb_safety import ALLOWED_STATEMENTS, SAFE_CONFIG, classify
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from sqlalchemy.engine import URL
 
-from polysql.errors import ConfigError, EngineUnavailableError
+from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
 from polysql.registry import parse_url
-from polysql.schema import LoadReport
+from polysql.schema import LoadReport, Table
 
 _CONFIG_OPTIONS = ("threads", "memory_limit")
 
@@ -41,7 +43,8 @@ class DuckDBBackend(Backend):
 
     name: ClassVar[str] = "duckdb"
     dialect: ClassVar[str] = "duckdb"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"read_only", "timeout", "load_source", "load_target"})
     file_suffix: ClassVar[str | None] = ".duckdb"
 
     def __init__(self, url: URL, *, read_only: bool, config: dict[str, Any]) -> None:
@@ -172,6 +175,33 @@ class DuckDBBackend(Backend):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    # -- introspection / load source --------------------------------------------------------
+    def tables(self) -> list[Table]:
+        """The tables of the ``main`` schema, as loaded (types are DuckDB's own)."""
+        from polysql.backends._duckdb_introspect import introspect
+
+        with self._lock:
+            try:
+                return introspect(self._connection())
+            except duckdb.Error as exc:
+                raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+
+    def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        from polysql.backends._duckdb_introspect import read_batches
+
+        with self._lock:
+            conn = self._connection()
+        yield from read_batches(conn, table, batch_size=batch_size, lock=self._lock)
+
+    def fingerprint(self) -> str:
+        """Digest of the database file and its write-ahead log (in-memory databases have no
+        stable identity and cannot be fingerprinted)."""
+        from polysql.backends._fingerprint import file_digest
+
+        if self.path is None:
+            raise EngineError("an in-memory DuckDB database has no fingerprint; load from a file")
+        return file_digest(self.path, self.path.with_name(self.path.name + ".wal"))
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None,

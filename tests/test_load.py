@@ -120,11 +120,21 @@ def test_missing_source_names_the_path(tmp_path: Path) -> None:
     assert not (tmp_path / "x.duckdb").exists()
 
 
-def test_source_engine_without_introspection_is_refused(tmp_path: Path) -> None:
+def test_sqlite_target_refuses_a_non_sqlite_source(tmp_path: Path) -> None:
     duck = tmp_path / "d.duckdb"
     duckdb.connect(str(duck)).close()
-    with pytest.raises(LoadError, match="cannot serve as a load source"):
+    with pytest.raises(LoadError, match="only from a SQLite source"):
         polysql.load(f"duckdb:///{duck}", f"sqlite:///{tmp_path / 'x.sqlite'}")
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_duckdb_copy_of_a_duckdb_copy(source: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{first}")
+    report = polysql.load(f"duckdb:///{first}", f"duckdb:///{second}")
+    assert report.tables == {"Items": 2, "notes": 1}
+    query = 'SELECT "Id", "Name", "Price" FROM "Items" ORDER BY 1'
+    assert _duckdb_rows(first, query) == _duckdb_rows(second, query)
 
 
 def test_unknown_scheme(source: Path) -> None:

@@ -95,3 +95,22 @@ def test_loaded_types_follow_the_logical_types(tmp_path: Path) -> None:
                          ("Day", "DATE"), ("At", "TIMESTAMP"), ("Ratio", "DOUBLE"),
                          ("Raw", "BLOB"), ("Label", "VARCHAR")]
     assert constraints == [("PRIMARY KEY", ["Id"])]
+
+
+def test_tables_are_read_back_from_the_engine(tmp_path: Path) -> None:
+    path = tmp_path / "d.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute('CREATE TABLE "Orders" ("Id" BIGINT PRIMARY KEY, "Total" DECIMAL(9,3) NOT NULL, '
+                 '"Tags" VARCHAR[], "When" TIMESTAMP)')
+    conn.execute("INSERT INTO \"Orders\" VALUES (1, 2.5, ['a'], NULL), (2, 3, NULL, NULL)")
+    conn.close()
+    with polysql.connect(f"duckdb:///{path}") as backend:
+        (table,) = backend.tables()
+        assert table.name == "Orders" and table.row_count == 2
+        assert table.primary_key == ("Id",)
+        assert [(c.name, c.declared_type, str(c.type), c.nullable) for c in table.columns] == [
+            ("Id", "BIGINT", "integer", False), ("Total", "DECIMAL(9,3)", "decimal(9,3)", False),
+            ("Tags", "VARCHAR[]", "text", True), ("When", "TIMESTAMP", "timestamp", True)]
+        (batch,) = list(backend.read_table(table))
+        assert batch.to_pylist()[0] == {"Id": 1, "Total": Decimal("2.500"), "Tags": "[a]",
+                                        "When": None}

@@ -89,3 +89,14 @@ def test_types_known_for_all_null_column(backend: Backend) -> None:
     result = backend.execute('SELECT "City" FROM "Customers" WHERE "City" IS NULL')
     assert result.rows == [(None,)]
     assert result.types[0] != ""
+
+
+def test_tables_describe_the_copy(backend: Backend, fixture_db: Path) -> None:
+    described = {t.name: t for t in backend.tables()}
+    assert sorted(described) == ["Customers", "order items"]
+    with sqlite3.connect(fixture_db) as conn:
+        for name, table in described.items():
+            source_columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+            assert [c.name for c in table.columns] == source_columns
+            assert table.row_count == len(_source_rows(fixture_db, name))
+    assert described["Customers"].primary_key == ("CustomerID",)

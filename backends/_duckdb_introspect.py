@@ -1,0 +1,80 @@
+"""Read a DuckDB database's tables back as engine-neutral descriptions and Arrow batches.
+
+This is what a model is shown (``polysql.ddl`` renders the schema from here, never from the
+source), and what lets a DuckDB file serve as a load source.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+
+import duckdb
+import pyarrow as pa
+from polysql.backends._arrow import arrow_schema
+from polysql.backends._sqlite_types import quote_ident
+
+from polysql.schema import Column, ColumnType, Table
+
+_DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
+_KINDS = {
+    "BOOLEAN": "boolean",
+    "TINYINT": "integer", "SMALLINT": "integer", "INTEGER": "integer", "BIGINT": "integer",
+    "HUGEINT": "integer", "UTINYINT": "integer", "USMALLINT": "integer", "UINTEGER": "integer",
+    "UBIGINT": "integer",
+    "FLOAT": "float", "DOUBLE": "float",
+    "VARCHAR": "text", "BLOB": "blob", "DATE": "date",
+    "TIMESTAMP": "timestamp", "TIMESTAMP_S": "timestamp", "TIMESTAMP_MS": "timestamp",
+    "TIMESTAMP_NS": "timestamp",
+}
+
+
+def logical_type(data_type: str) -> ColumnType:
+    """The logical type of a DuckDB column type; anything without one (lists, structs,
+    intervals, ...) travels as text."""
+    match = _DECIMAL.fullmatch(data_type)
+    if match:
+        return ColumnType("decimal", int(match.group(1)), int(match.group(2)))
+    return ColumnType(_KINDS.get(data_type, "text"))  # type: ignore[arg-type]
+
+
+def introspect(conn: duckdb.DuckDBPyConnection) -> list[Table]:
+    names = [r[0] for r in conn.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY table_oid").fetchall()]
+    tables = []
+    for name in names:
+        columns = [
+            Column(col, logical_type(data_type), nullable=bool(nullable), declared_type=data_type)
+            for col, data_type, nullable in conn.execute(
+                "SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
+                "WHERE database_name = current_database() AND schema_name = 'main' "
+                "AND table_name = ? ORDER BY column_index", [name]).fetchall()]
+        keys = conn.execute(
+            "SELECT constraint_column_names FROM duckdb_constraints() "
+            "WHERE database_name = current_database() AND schema_name = 'main' "
+            "AND table_name = ? AND constraint_type = 'PRIMARY KEY'", [name]).fetchall()
+        count = conn.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()
+        tables.append(Table(name, columns, primary_key=tuple(keys[0][0]) if keys else (),
+                            row_count=int(count[0]) if count else 0))
+    return tables
+
+
+def read_batches(conn: duckdb.DuckDBPyConnection, table: Table, *, batch_size: int,
+                 lock: threading.Lock) -> Iterator[pa.RecordBatch]:
+    schema = arrow_schema(table)
+    select = ", ".join(
+        f"CAST({quote_ident(c.name)} AS VARCHAR)" if c.type.kind == "text"
+        else quote_ident(c.name) for c in table.columns)
+    # A separate cursor, so queries on the backend meanwhile do not consume this stream.
+    with lock:
+        cursor = conn.cursor()
+        reader = cursor.sql(f"SELECT {select} FROM {quote_ident(table.name)}").to_arrow_reader(batch_size)
+    try:
+        for batch in reader:
+            yield pa.RecordBatch.from_arrays(
+                [column.cast(field.type) for column, field in zip(batch.columns, schema, strict=True)],
+                schema=schema)
+    finally:
+        cursor.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from random import Random
@@ -80,6 +80,32 @@ class _Product:
     price_cents: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Line:
+    product: _Product
+    quantity: int
+    discount: int  # percent
+
+    @property
+    def cents(self) -> int:
+        """Line value after discount, rounded half up to the cent in integer arithmetic."""
+        return (self.quantity * self.product.price_cents * (100 - self.discount) + 50) // 100
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """The transaction tables, filled order by order."""
+
+    orders: list[Row] = field(default_factory=list)
+    items: list[Row] = field(default_factory=list)
+    payments: list[Row] = field(default_factory=list)
+    shipments: list[Row] = field(default_factory=list)
+    returns: list[Row] = field(default_factory=list)
+
+    def pay(self, order_id: int, method: str, cents: int, paid_at: str | None) -> None:
+        self.payments.append((len(self.payments) + 1, order_id, method, money(cents), paid_at))
+
+
 class _Generator:
     """Builds every table's rows; methods must be called in the order of ``rows()``."""
 
@@ -105,12 +131,12 @@ class _Generator:
             (i, code.ljust(10), description, pct, starts, ends, int(online))
             for i, (code, description, pct, starts, ends, online) in enumerate(vocab.PROMOTIONS, 1)
         ]
-        orders, items, payments, shipments, returns = self._orders()
-        tables["orders"] = orders
-        tables["order_items"] = items
-        tables["payments"] = payments
-        tables["shipments"] = shipments
-        tables["returns"] = returns
+        ledger = self._orders()
+        tables["orders"] = ledger.orders
+        tables["order_items"] = ledger.items
+        tables["payments"] = ledger.payments
+        tables["shipments"] = ledger.shipments
+        tables["returns"] = ledger.returns
         return {name: tables[name] for name in TABLE_NAMES}
 
     # -- master data --------------------------------------------------------------------------
@@ -214,12 +240,8 @@ class _Generator:
                 return (promotion_id, pct) if self.rng.random() < 0.6 else None
         return None
 
-    def _orders(self) -> tuple[list[Row], list[Row], list[Row], list[Row], list[Row]]:
-        orders: list[Row] = []
-        items: list[Row] = []
-        payments: list[Row] = []
-        shipments: list[Row] = []
-        returns: list[Row] = []
+    def _orders(self) -> _Ledger:
+        ledger = _Ledger()
         store_ids = list(range(1, len(vocab.STORES) + 1))
         store_weights = [35, 9, 4, 5, 8, 9, 4, 7, 4, 1, 4, 10]
         for order_id, moment in enumerate(self._order_moments(), 1):
@@ -231,70 +253,74 @@ class _Generator:
             staff = [e.employee_id for e in self.employees if e.store_id == store_id and e.works_on(day)]
             employee_id = None if online or not staff else self.rng.choice(staff)
             promotion = self._promotion_for(day, online)
-            age = (REFERENCE_DATE - day).days
-            roll = self.rng.random()
-            if online and age <= 3:
-                status = "pending"
-            elif roll < 0.04:
-                status = "cancelled"
-            elif roll < 0.09 and age > 20:
-                status = "returned"
-            elif online and age <= 10:
-                status = "shipped"
-            else:
-                status = "delivered"
-            orders.append((order_id, customer_id, store_id, employee_id,
-                           promotion[0] if promotion else None, iso_datetime(moment),
-                           "online" if online else "in-store", status))
-
-            n_lines = self.rng.choices((1, 2, 3, 4, 5), weights=(40, 30, 15, 10, 5))[0]
-            chosen = self.rng.sample(self.products, n_lines)
-            total = 0
-            lines = []
-            for line_no, product in enumerate(chosen, 1):
-                quantity = self.rng.choices((1, 2, 3, 4, 6), weights=(60, 22, 10, 5, 3))[0]
-                discount = promotion[1] if promotion else self.rng.choice((0,) * 12 + (5, 10))
-                line_cents = (quantity * product.price_cents * (100 - discount) + 50) // 100
-                total += line_cents
-                lines.append((line_no, product, quantity, discount, line_cents))
-                items.append((order_id, line_no, product.product_id, quantity,
-                              money(product.price_cents), discount))
-
+            status = self._status(online, age=(REFERENCE_DATE - day).days)
+            ledger.orders.append((order_id, customer_id, store_id, employee_id,
+                                  promotion[0] if promotion else None, iso_datetime(moment),
+                                  "online" if online else "in-store", status))
+            lines = self._lines(ledger, order_id, promotion[1] if promotion else None)
             if status != "cancelled":
-                paid_at = None if status == "pending" and online else iso_datetime(
-                    moment + timedelta(seconds=self.rng.randrange(0, 900)))
-                if total > 5000 and self.rng.random() < 0.08:
-                    voucher = self.rng.choice((1000, 2000, 2500))
-                    payments.append((len(payments) + 1, order_id, "voucher", money(voucher), paid_at))
-                    payments.append((len(payments) + 1, order_id, "card", money(total - voucher),
-                                     paid_at))
-                else:
-                    method = "card" if online and self.rng.random() < 0.7 else self.rng.choice(
-                        vocab.PAYMENT_METHODS)
-                    if online and method == "cash":
-                        method = "PayPal"
-                    payments.append((len(payments) + 1, order_id, method, money(total), paid_at))
-
-            delivered_on = day
+                self._pay(ledger, order_id, moment, online, status,
+                          total=sum(line.cents for line in lines))
+            received_on = day
             if online and status in ("shipped", "delivered", "returned"):
-                shipped_on = day + timedelta(days=self.rng.randrange(0, 3))
-                delivered = None if status == "shipped" else shipped_on + timedelta(
-                    days=self.rng.randrange(1, 6))
-                carrier = None if self.rng.random() < 0.04 else self.rng.choice(vocab.CARRIERS)
-                shipments.append((len(shipments) + 1, order_id, carrier, iso_date(shipped_on),
-                                  iso_date(delivered) if delivered else None))
-                delivered_on = delivered or day
-
+                received_on = self._ship(ledger, order_id, day, delivered=status != "shipped")
             if status == "returned":
-                line_no, product, quantity, discount, line_cents = self.rng.choice(lines)
-                returned_qty = self.rng.randrange(1, quantity + 1)
-                returned_on = min(delivered_on + timedelta(days=self.rng.randrange(2, 21)),
-                                  REFERENCE_DATE)
-                reason = None if self.rng.random() < 0.2 else self.rng.choice(vocab.RETURN_REASONS)
-                refund = (returned_qty * product.price_cents * (100 - discount) + 50) // 100
-                returns.append((len(returns) + 1, order_id, product.product_id, returned_qty,
-                                iso_date(returned_on), reason, money(refund)))
-        return orders, items, payments, shipments, returns
+                self._return(ledger, order_id, self.rng.choice(lines), received_on)
+        return ledger
+
+    def _status(self, online: bool, age: int) -> str:
+        roll = self.rng.random()
+        if online and age <= 3:
+            return "pending"
+        if roll < 0.04:
+            return "cancelled"
+        if roll < 0.09 and age > 20:
+            return "returned"
+        if online and age <= 10:
+            return "shipped"
+        return "delivered"
+
+    def _lines(self, ledger: _Ledger, order_id: int, promotion_pct: int | None) -> list[_Line]:
+        n_lines = self.rng.choices((1, 2, 3, 4, 5), weights=(40, 30, 15, 10, 5))[0]
+        lines = []
+        for line_no, product in enumerate(self.rng.sample(self.products, n_lines), 1):
+            quantity = self.rng.choices((1, 2, 3, 4, 6), weights=(60, 22, 10, 5, 3))[0]
+            discount = (promotion_pct if promotion_pct is not None
+                        else self.rng.choice((0,) * 12 + (5, 10)))
+            lines.append(_Line(product, quantity, discount))
+            ledger.items.append((order_id, line_no, product.product_id, quantity,
+                                 money(product.price_cents), discount))
+        return lines
+
+    def _pay(self, ledger: _Ledger, order_id: int, moment: datetime, online: bool, status: str,
+             total: int) -> None:
+        paid_at = None if status == "pending" and online else iso_datetime(
+            moment + timedelta(seconds=self.rng.randrange(0, 900)))
+        if total > 5000 and self.rng.random() < 0.08:
+            voucher = self.rng.choice((1000, 2000, 2500))
+            ledger.pay(order_id, "voucher", voucher, paid_at)
+            ledger.pay(order_id, "card", total - voucher, paid_at)
+            return
+        method = "card" if online and self.rng.random() < 0.7 else self.rng.choice(
+            vocab.PAYMENT_METHODS)
+        ledger.pay(order_id, "PayPal" if online and method == "cash" else method, total, paid_at)
+
+    def _ship(self, ledger: _Ledger, order_id: int, day: date, delivered: bool) -> date:
+        """Record the shipment; the day the customer received the goods (order day if not yet)."""
+        shipped_on = day + timedelta(days=self.rng.randrange(0, 3))
+        delivered_on = shipped_on + timedelta(days=self.rng.randrange(1, 6)) if delivered else None
+        carrier = None if self.rng.random() < 0.04 else self.rng.choice(vocab.CARRIERS)
+        ledger.shipments.append((len(ledger.shipments) + 1, order_id, carrier, iso_date(shipped_on),
+                                 iso_date(delivered_on) if delivered_on else None))
+        return delivered_on or day
+
+    def _return(self, ledger: _Ledger, order_id: int, line: _Line, received_on: date) -> None:
+        quantity = self.rng.randrange(1, line.quantity + 1)
+        returned_on = min(received_on + timedelta(days=self.rng.randrange(2, 21)), REFERENCE_DATE)
+        reason = None if self.rng.random() < 0.2 else self.rng.choice(vocab.RETURN_REASONS)
+        refund = _Line(line.product, quantity, line.discount).cents
+        ledger.returns.append((len(ledger.returns) + 1, order_id, line.product.product_id, quantity,
+                               iso_date(returned_on), reason, money(refund)))
 
 
 def generate_rows(seed: int = SEED) -> dict[str, list[Row]]:

@@ -4,11 +4,13 @@ Every row comes from one ``random.Random(SEED)`` stream consumed in a fixed orde
 operations whose output does not depend on the interpreter's hash seed or the clock are used, so two
 builds with the same SQLite library produce byte-identical files (same sha256). Any change to the
 generated content must bump ``GENERATOR_VERSION``: the version names the cache folder, so a stale
-file is never reused.
+file is never reused. The tests record :func:`content_digest` per version and fail until the bump
+(and the new digest) is made.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import unicodedata
 from collections.abc import Iterator
@@ -326,6 +328,14 @@ class _Generator:
 def generate_rows(seed: int = SEED) -> dict[str, list[Row]]:
     """Every table's rows, keyed by table name in creation order."""
     return _Generator(seed).rows()
+
+
+def content_digest(tables: dict[str, list[Row]]) -> str:
+    """sha256 over every table's name and rows, independent of the SQLite file format."""
+    digest = hashlib.sha256()
+    for name, rows in tables.items():
+        digest.update(repr((name, rows)).encode("utf-8"))
+    return digest.hexdigest()
 
 
 def write_database(path: Path, seed: int = SEED) -> None:

@@ -17,9 +17,16 @@ from polysql.datasets.demo import (
     demo_database_path,
     ensure_demo_database,
 )
+from polysql.datasets.demo.generate import content_digest, generate_rows
 from polysql.datasets.demo.schema import TABLE_NAMES
 
 from polysql.errors import DatasetError
+
+# The generated rows per GENERATOR_VERSION. When the generator's output changes on purpose, bump
+# GENERATOR_VERSION (so caches of the old data are not reused) and record the new digest here.
+RECORDED_CONTENT = {
+    1: "d8b79a8ee484bd05646d17dbac998fff943cb7c2f38e684d70a0e02d81f03060",
+}
 
 
 def sha256(path: Path) -> str:
@@ -42,6 +49,17 @@ def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
     second = ensure_demo_database(tmp_path / "b")
     assert first != second
     assert sha256(first) == sha256(second)
+
+
+def test_content_change_requires_a_version_bump() -> None:
+    digest = content_digest(generate_rows())
+    assert RECORDED_CONTENT.get(GENERATOR_VERSION) == digest, (
+        f"the demo generator's output changed (content digest {digest}): bump GENERATOR_VERSION "
+        f"and record the digest in RECORDED_CONTENT")
+
+
+def test_a_different_seed_gives_different_content() -> None:
+    assert content_digest(generate_rows(seed=1)) != content_digest(generate_rows())
 
 
 def test_build_does_not_depend_on_the_hash_seed(tmp_path: Path, demo_db: Path) -> None:

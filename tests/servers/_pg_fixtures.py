@@ -1,0 +1,157 @@
+"""Shared fixtures for the PostgreSQL backend tests: the local server, unique names, SQLite sources
+built with sqlite3, loaded evaluation databases that are dropped afterwards, and an admin-side
+checksum of a database's content.
+
+The server is the one at POLYSQL_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/).
+When it cannot be reached the tests skip, unless POLYSQL_REQUIRE lists "postgres": then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
+from polysql.backends.postgres import PostgresBackend
+from psycopg import sql
+from sqlalchemy.engine import URL, make_url
+
+from polysql.registry import connect
+
+ENGINE = "postgres"
+ADMIN_URL = os.environ.get("POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/")
+
+
+def required() -> bool:
+    wanted = os.environ.get("POLYSQL_REQUIRE", "")
+    return ENGINE in {name.strip().lower() for name in wanted.split(",")}
+
+
+def server_url() -> URL:
+    """The admin URL, after checking the server answers; skip (or fail when required) if not."""
+    url = make_url(ADMIN_URL)
+    try:
+        psycopg.connect(host=url.host or "127.0.0.1", port=url.port or 5432,
+                        user=url.username or "postgres", password=url.password,
+                        dbname=url.database or "postgres", connect_timeout=3).close()
+    except psycopg.Error as exc:
+        reason = f"PostgreSQL server at {url.render_as_string(hide_password=True)} unreachable: {exc}"
+        if required():
+            pytest.fail(f"{reason} (POLYSQL_REQUIRE lists postgres)")
+        pytest.skip(reason)
+    return url
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+def admin_connection(url: URL, database: str) -> psycopg.Connection:
+    return psycopg.connect(host=url.host or "127.0.0.1", port=url.port or 5432,
+                           user=url.username or "postgres", password=url.password,
+                           dbname=database, autocommit=True)
+
+
+def build_sqlite(path: Path, script: str) -> Path:
+    conn = sqlite3.connect(path)
+    try:
+        conn.executescript(script)
+        conn.commit()
+    finally:
+        conn.close()
+    return path
+
+
+def checksum(url: URL, database: str) -> dict[str, tuple[int, str]]:
+    """Per table of the evaluation schema: row count and an order-independent digest of every
+    row, computed on a separate administrator connection."""
+    with admin_connection(url, database) as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') "
+            "AND c.relkind IN ('r', 'p', 'v', 'm') ORDER BY 1")]
+        result = {}
+        for name in names:
+            row = conn.execute(sql.SQL(
+                "SELECT count(*), coalesce(md5(string_agg(md5(t::text), '' ORDER BY md5(t::text)))"
+                ", '') FROM {} AS t").format(sql.Identifier(name))).fetchone()
+            assert row is not None
+            result[name] = (int(row[0]), str(row[1]))
+        return result
+
+
+def schemas(url: URL, database: str) -> dict[str, int]:
+    """Schema name -> oid, to see whether a load swapped the evaluation schema."""
+    with admin_connection(url, database) as conn:
+        return {r[0]: int(r[1]) for r in conn.execute(
+            "SELECT nspname, oid FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+            "AND nspname <> 'information_schema'")}
+
+
+class Loader:
+    """Loads SQLite files into fresh databases owned by one test module; drops them afterwards."""
+
+    def __init__(self, url: URL, reader: str) -> None:
+        self.url = url
+        self.reader = reader
+        self.databases: list[str] = []
+
+    def target(self, database: str | None = None) -> str:
+        name = database or unique("polysql_test")
+        if name not in self.databases:
+            self.databases.append(name)
+        return self.url.set(database=name).render_as_string(hide_password=False)
+
+    def admin(self, target_url: str) -> PostgresBackend:
+        backend = connect(target_url, read_only=False, reader_role=self.reader)
+        assert isinstance(backend, PostgresBackend)
+        return backend
+
+    def load(self, sqlite_path: Path, *, database: str | None = None, names: str = "exact",
+             replace: bool = False) -> tuple[str, object]:
+        target_url = self.target(database)
+        with connect(f"sqlite:///{sqlite_path}") as source, self.admin(target_url) as target:
+            report = target.load(source, names=names, replace=replace)
+        return target_url, report
+
+    def evaluation(self, target_url: str, **options: object) -> PostgresBackend:
+        backend = connect(target_url, reader_role=self.reader, **options)
+        assert isinstance(backend, PostgresBackend)
+        return backend
+
+    def cleanup(self) -> None:
+        for database in self.databases:
+            drop_evaluation_database(self.url, database)
+        drop_reader(self.url, self.reader)
+
+
+@pytest.fixture(scope="module")
+def admin_url() -> URL:
+    return server_url()
+
+
+@pytest.fixture(scope="module")
+def loader(admin_url: URL) -> Iterator[Loader]:
+    loader = Loader(admin_url, unique("polysql_reader_test"))
+    try:
+        yield loader
+    finally:
+        loader.cleanup()
+
+
+SqliteBuilder = Callable[[str, str], Path]
+
+
+@pytest.fixture(scope="module")
+def make_sqlite(tmp_path_factory: pytest.TempPathFactory) -> SqliteBuilder:
+    folder = tmp_path_factory.mktemp("pg_sources")
+
+    def make(name: str, script: str) -> Path:
+        return build_sqlite(folder / f"{name}.sqlite", script)
+
+    return make

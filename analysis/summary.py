@@ -7,21 +7,26 @@ including generation failures, missing predictions and execution errors.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
 from typing import Any
-
-from scipy.stats import binomtest
 
 STATUSES = ("match", "mismatch", "exec_error", "generation_failure", "invalid_gold")
 
 
 def wilson_interval(correct: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (closed form; well-behaved at 0 and n)."""
     if total == 0:
         return (0.0, 0.0)
-    ci = binomtest(correct, total).proportion_ci(confidence_level=confidence, method="wilson")
-    return (float(ci.low), float(ci.high))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = correct / total
+    denom = 1 + z * z / total
+    center = (p + z * z / (2 * total)) / denom
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
+    return (max(0.0, center - half), min(1.0, center + half))
 
 
 @dataclass(slots=True)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from polysql.analysis.summary import summarize, wilson_interval
 
 
@@ -18,6 +17,12 @@ def test_wilson_interval_known_values() -> None:
     assert low == pytest.approx(0.4902, abs=1e-3)
     assert high == pytest.approx(0.9433, abs=1e-3)
     assert wilson_interval(0, 0) == (0.0, 0.0)
+    # agrees with scipy's implementation across the range, including the edges
+    from scipy.stats import binomtest
+
+    for k, n in [(0, 5), (5, 5), (37, 140), (1, 3)]:
+        ci = binomtest(k, n).proportion_ci(method="wilson")
+        assert wilson_interval(k, n) == pytest.approx((ci.low, ci.high), abs=1e-9)
 
 
 def test_invalid_gold_leaves_the_denominator_everything_else_stays() -> None:

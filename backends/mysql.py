@@ -122,8 +122,11 @@ class MySQLBackend(Backend):
         return backend
 
     def _probe(self) -> None:
-        """Check the server is there, learn what it is, and (read-only) find the reader."""
-        conn = open_connection(self.login)
+        """Check the server is there, learn what it is, and (read-only) find the reader.
+
+        An evaluation connection needs its database to exist; a load creates it.
+        """
+        conn = open_connection(self.login if self.read_only else self.login.without_database())
         try:
             flavor, number = describe_server(conn.get_server_info())
             self.flavor = Flavor(flavor)
@@ -142,7 +145,7 @@ class MySQLBackend(Backend):
                 return self._pool
             if self._evaluation is None or self._evaluation.login is None:
                 try:
-                    conn = open_connection(self.login)
+                    conn = open_connection(self.login.without_database())
                 except EngineUnavailableError as exc:
                     return Result.failed("unavailable", str(exc), engine=self.name)
                 try:

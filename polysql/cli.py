@@ -1,0 +1,315 @@
+"""The ``polysql`` command.
+
+Exit codes (stable, for scripts):
+  0  success (for ``compare``: the results match)
+  1  ``compare`` only: the results differ
+  2  usage or configuration error (bad option, unknown engine or predictor)
+  3  an engine could not be used (not installed, unreachable, load failed)
+  4  a dataset or predictions file is missing or malformed
+  5  the results folder belongs to another sweep or is unreadable
+  6  the sweep finished, but an engine was abandoned part-way (its work stays pending)
+  70 internal error (a bug: please report it with the ``--debug`` traceback)
+  130 interrupted (Ctrl-C); re-run the same command to resume
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from polysql import __version__
+from polysql.errors import (
+    ConfigError,
+    DatasetError,
+    EngineError,
+    PolysqlError,
+    PredictionFileError,
+    ResultsStoreError,
+)
+
+EXIT_MISMATCH = 1
+EXIT_CONFIG = 2
+EXIT_ENGINE = 3
+EXIT_DATA = 4
+EXIT_STORE = 5
+EXIT_INCOMPLETE = 6
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+console = Console(stderr=True, soft_wrap=True)  # messages stay one greppable line
+stdout = Console(soft_wrap=True)
+
+
+def _exit_code(exc: PolysqlError) -> int:
+    if isinstance(exc, EngineError):
+        return EXIT_ENGINE
+    if isinstance(exc, (DatasetError, PredictionFileError)):
+        return EXIT_DATA
+    if isinstance(exc, ResultsStoreError):
+        return EXIT_STORE
+    return EXIT_CONFIG
+
+
+class PolysqlGroup(click.Group):
+    """Turns polysql errors into one clear line and a stable exit code (traceback with --debug)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PolysqlError as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            ctx.exit(_exit_code(exc))
+        except KeyboardInterrupt:
+            console.print("interrupted; re-run the same command to resume")
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} "
+                          "(re-run with --debug for the traceback, and please report it)")
+            ctx.exit(EXIT_INTERNAL)
+
+
+@click.group(cls=PolysqlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="polysql")
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """Evaluate SQL-producing systems across SQL dialects by dual execution."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+# ---------------------------------------------------------------------------------------------
+class _RichObserver:
+    """Progress bar for a sweep: counts, accuracy so far and ETA."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+        self.matches = 0
+        self.seen = 0
+
+    def phase(self, name: str, total: int) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, visible=False)
+        label = "gold queries" if name == "gold" else "predictions"
+        self.task = self.progress.add_task(label, total=total, acc="")
+
+    def advance(self, record: dict[str, Any] | None = None) -> None:
+        if self.task is None:
+            return
+        acc = ""
+        if record is not None and record["status"] != "invalid_gold":
+            self.seen += 1
+            self.matches += int(record["status"] == "match")
+            acc = f"acc {100 * self.matches / self.seen:.1f}%"
+        self.progress.update(self.task, advance=1, **({"acc": acc} if acc else {}))
+
+    def message(self, text: str) -> None:
+        self.progress.console.print(text)
+
+
+def _summary_table(outcome: Any) -> Table:
+    table = Table(title=f"accuracy — {', '.join(outcome.summary.datasets)}")
+    for col in ("predictor", "engine", "accuracy", "95% CI", "correct/total", "exec errors", "no SQL"):
+        table.add_column(col, justify="left" if col in ("predictor", "engine") else "right")
+    for c in outcome.summary.cells:
+        errors = sum(c.error_kinds.values())
+        table.add_row(c.predictor, c.engine, f"{100 * c.accuracy:.1f}%",
+                      f"{100 * c.ci_low:.1f}–{100 * c.ci_high:.1f}", f"{c.correct}/{c.total}",
+                      str(errors), str(c.statuses.get("generation_failure", 0)))
+    return table
+
+
+def _parse_policy(items: tuple[str, ...]) -> dict[str, Any]:
+    policy: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--policy expects KEY=VALUE, got {item!r}")
+        try:
+            policy[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            policy[key.strip()] = raw
+    return policy
+
+
+@main.command()
+@click.option("--dataset", "-d", default="demo", show_default=True,
+              help="Dataset: 'demo', 'bird:PATH', 'spider:PATH'.")
+@click.option("--engines", "-e", default="sqlite,duckdb", show_default=True,
+              help="Comma-separated engine names or NAME=URL items.")
+@click.option("--predictor", "-p", "predictors", default="gold,transpile", show_default=True,
+              help="Comma-separated: gold, transpile, file:PATH.jsonl, NAME=PATH.jsonl.")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Run folder (default runs/<dataset>). Re-running with the same folder resumes.")
+@click.option("--timeout", default=30.0, show_default=True, help="Seconds per query.")
+@click.option("--max-rows", default=100_000, show_default=True, help="Rows kept per result.")
+@click.option("--question", "question_ids", multiple=True, help="Only these question ids (repeatable).")
+@click.option("--limit", type=int, default=None, help="Only the first N questions.")
+@click.option("--policy", "policy_items", multiple=True,
+              help="Comparison policy override KEY=VALUE (see docs/comparison.md), repeatable.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the execution cache.")
+@click.option("--fresh", is_flag=True, help="Discard earlier results in the run folder.")
+def sweep(dataset: str, engines: str, predictors: str, out: Path | None, timeout: float,
+          max_rows: int, question_ids: tuple[str, ...], limit: int | None,
+          policy_items: tuple[str, ...], no_cache: bool, fresh: bool) -> None:
+    """Run every question with every predictor on every engine; write results and a report."""
+    from polysql.analysis.report import write_reports
+    from polysql.runner import Sweep, SweepConfig
+
+    config = SweepConfig(dataset=dataset, engines=engines, predictors=predictors, out=out,
+                         timeout=timeout, max_rows=max_rows, question_ids=list(question_ids) or None,
+                         limit=limit, policy=_parse_policy(policy_items), use_cache=not no_cache,
+                         fresh=fresh)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[acc]}"), TimeElapsedColumn(), TextColumn("eta"),
+                        TimeRemainingColumn(), console=console, transient=False)
+    observer = _RichObserver(progress)
+    runner = Sweep(config, observer)  # validates everything before any work starts
+    with progress:
+        outcome = runner.run()
+    for problem in outcome.problems:
+        console.print(f"[yellow]warning:[/] {problem}", highlight=False)
+    run_info = json.loads((outcome.run_dir / "run.json").read_text(encoding="utf-8"))
+    paths = write_reports(outcome.summary, outcome.run_dir, run_info)
+    stdout.print(_summary_table(outcome))
+    console.print(f"{outcome.written} new records, {outcome.resumed} resumed, {outcome.cache_hits} "
+                  f"cache hits, {outcome.elapsed:.1f} s; wrote {', '.join(str(p) for p in paths)}")
+    if outcome.interrupted:
+        console.print("interrupted; re-run the same command to resume")
+        sys.exit(EXIT_INTERRUPTED)
+    if outcome.dead_engines:
+        for name, why in outcome.dead_engines.items():
+            console.print(f"[red]engine {name} was abandoned:[/] {why}; its remaining work is pending, "
+                          "re-run to resume once it is back")
+        sys.exit(EXIT_INCOMPLETE)
+
+
+# ---------------------------------------------------------------------------------------------
+@main.command("compare")
+@click.option("--db", "db_url", required=True, help="Engine URL for the gold query.")
+@click.option("--gold", "gold_sql", required=True, help="Gold SQL.")
+@click.option("--pred", "pred_sql", required=True, help="Predicted SQL.")
+@click.option("--pred-db", "pred_url", default=None, help="Engine URL for the prediction (default --db).")
+@click.option("--ordered/--unordered", default=None, help="Force order sensitivity (default: inferred).")
+@click.option("--timeout", default=30.0, show_default=True)
+@click.option("--policy", "policy_items", multiple=True, help="Comparison policy override KEY=VALUE.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
+                ordered: bool | None, timeout: float, policy_items: tuple[str, ...],
+                as_json: bool) -> None:
+    """Run two queries and say whether their results match (exit 0) or not (exit 1)."""
+    from polysql import compare, connect
+    from polysql.normalizers.ordering import widen_limit
+
+    with connect(db_url) as gold_engine:
+        gold = gold_engine.execute(gold_sql, timeout=timeout)
+        wider = widen_limit(gold_sql, gold_engine.dialect)
+        widened = gold_engine.execute(wider, timeout=timeout) if wider and gold.ok else None
+        dialect = gold_engine.dialect
+        if pred_url is None or pred_url == db_url:
+            pred = gold_engine.execute(pred_sql, timeout=timeout)
+        else:
+            with connect(pred_url) as pred_engine:
+                pred = pred_engine.execute(pred_sql, timeout=timeout)
+    verdict = compare(gold, pred, gold_sql=gold_sql, ordered=ordered, gold_widened=widened,
+                      dialect=dialect, **_parse_policy(policy_items))
+    if as_json:
+        stdout.print_json(json.dumps(verdict.to_dict(), default=str))
+    else:
+        mark = "[green]match[/]" if verdict.match else "[red]mismatch[/]"
+        stdout.print(f"{mark}: {verdict.reason}", highlight=False)
+    sys.exit(0 if verdict.match else EXIT_MISMATCH)
+
+
+@main.command("load")
+@click.argument("source_url")
+@click.argument("target_url")
+@click.option("--replace", is_flag=True, help="Reload even if the target already holds this source.")
+def load_cmd(source_url: str, target_url: str, replace: bool) -> None:
+    """Copy the database at SOURCE_URL into TARGET_URL (idempotent)."""
+    from polysql import load
+
+    report = load(source_url, target_url, replace=replace)
+    if report.skipped:
+        stdout.print(f"{target_url} already holds this source (fingerprint {report.fingerprint[:16]}…); "
+                  "nothing to do (use --replace to reload)")
+        return
+    table = Table(title=f"loaded {source_url} → {target_url} in {report.elapsed:.2f} s")
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    for name, rows in report.tables.items():
+        table.add_row(name, str(rows))
+    stdout.print(table)
+    for coercion in report.coercions:
+        console.print(f"[yellow]coercion:[/] {coercion.table}.{coercion.column}: {coercion.message} "
+                      f"({coercion.count} value(s))", highlight=False)
+
+
+@main.command("schema")
+@click.argument("url")
+@click.option("--sample-rows", default=0, show_default=True, help="Append N example rows per table.")
+def schema_cmd(url: str, sample_rows: int) -> None:
+    """Print the schema held at URL as CREATE TABLE statements in that engine's dialect."""
+    from polysql import connect
+    from polysql.ddl import render_schema
+
+    with connect(url) as backend:
+        click.echo(render_schema(backend, sample_rows=sample_rows), nl=False)
+
+
+@main.command("engines")
+def engines_cmd() -> None:
+    """List the engine URL schemes polysql can use here, and whether each is ready."""
+    from polysql.errors import EngineUnavailableError
+    from polysql.registry import available_schemes, backend_class
+
+    table = Table(title="engines")
+    for col in ("scheme", "backend", "dialect", "status"):
+        table.add_column(col)
+    for scheme in available_schemes():
+        try:
+            cls = backend_class(f"{scheme}://")
+        except EngineUnavailableError as exc:
+            table.add_row(scheme, "-", "-", f"client missing: {exc}")
+            continue
+        table.add_row(scheme, cls.name, cls.dialect, "ready")
+    stdout.print(table)
+
+
+@main.command("datasets")
+def datasets_cmd() -> None:
+    """List the datasets polysql knows and the forms a dataset can be given in."""
+    from polysql.datasets.registry import describe_datasets
+
+    table = Table(title="datasets")
+    table.add_column("dataset")
+    table.add_column("description")
+    for name, description in describe_datasets():
+        table.add_row(name, description)
+    stdout.print(table)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

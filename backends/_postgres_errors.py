@@ -39,6 +39,9 @@ _BY_CLASS: dict[str, ErrorKind] = {
 # evaluates exactly one statement per prediction, so this is a refusal, not a typo.
 _MULTIPLE_STATEMENTS = "cannot insert multiple commands into a prepared statement"
 
+# A query read through a cursor may not carry INSERT/UPDATE/DELETE in its WITH clause.
+_DATA_MODIFYING = "data-modifying statements"
+
 
 def classify(exc: BaseException) -> tuple[ErrorKind, str | None]:
     """The ``ExecError.kind`` and SQLSTATE for an exception raised while running evaluated SQL."""
@@ -47,6 +50,8 @@ def classify(exc: BaseException) -> tuple[ErrorKind, str | None]:
     sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate:
         if sqlstate == "42601" and _MULTIPLE_STATEMENTS in str(exc):
+            return "forbidden", sqlstate
+        if sqlstate == "0A000" and _DATA_MODIFYING in str(exc):
             return "forbidden", sqlstate
         kind = _BY_CODE.get(sqlstate) or _BY_CLASS.get(sqlstate[:2]) or "runtime"
         return kind, sqlstate

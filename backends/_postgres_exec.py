@@ -81,6 +81,10 @@ def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_row
                              elapsed=time.perf_counter() - started, engine=engine)
     finally:
         timer.cancel()
+        if timer.is_alive():
+            # A cancel request already on its way must land before the connection goes back to
+            # the pool, or it could stop the next caller's statement instead of this one.
+            timer.join()
         _roll_back(conn)
     truncated = len(rows) > max_rows
     return Result(columns=columns, rows=rows[:max_rows], types=types,

@@ -42,6 +42,7 @@ HAZARD_TAGS: dict[str, str] = {
     "typeof": "typeof() and SQLite's dynamic storage classes, which have no equivalent elsewhere",
     "bare_column_aggregate": "a non-aggregated column next to max()/min() without GROUP BY, SQLite only",
     "alias_reference": "a SELECT alias referenced in WHERE/HAVING/GROUP BY, which some engines reject",
+    "derived_table_alias": "a subquery in FROM without an alias: an error in PostgreSQL before 16 and in MySQL",
     "scalar_min_max": "min(a, b)/max(a, b) as scalar functions (least/greatest elsewhere)",
     "glob": "GLOB pattern matching, SQLite only",
     "printf": "printf()/format() string formatting, spelled differently on every engine",

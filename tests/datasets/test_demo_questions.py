@@ -133,6 +133,14 @@ def test_tags_that_name_sql_features_match_the_sql(demo_questions: list[Question
                 assert has_tag == has_sql, f"{q.id}: tag {tag} vs SQL"
 
 
+def test_derived_table_alias_tag_matches_the_sql(demo_questions: list[Question]) -> None:
+    for q in demo_questions:
+        tree = sqlglot.parse_one(q.gold_sql, read="sqlite")
+        unaliased = [s for s in tree.find_all(exp.Subquery)
+                     if not s.alias and isinstance(s.parent, (exp.From, exp.Join))]
+        assert bool(unaliased) == ("derived_table_alias" in q.tags), q.id
+
+
 def test_demo_dataset_serves_the_database(demo_db: Path) -> None:
     dataset = DemoDataset.load(cache_dir=demo_db.parents[3])
     assert dataset.name == "demo"

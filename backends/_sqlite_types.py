@@ -98,27 +98,39 @@ _DIGIT = "[0-9]"
 _DATE_GLOB = f"{_DIGIT * 4}-{_DIGIT * 2}-{_DIGIT * 2}"
 
 
-def _scan_expressions(col: str, family: str | None) -> list[str]:
-    """Aggregate SQL for one column, in ColumnStats field order (the last field is a count of
-    numbers in scientific notation, fetched separately only when non-zero).
+def _lazy(*conditions: str) -> str:
+    """1 if every condition holds, else 0 -- testing them in order and stopping at the first
+    that fails. (SQLite evaluates both sides of AND outside WHERE; CASE stops early, which keeps
+    date parsing off values that are not even text.)"""
+    expression = "1"
+    for condition in reversed(conditions):
+        expression = f"CASE WHEN {condition} THEN {expression} ELSE 0 END"
+    return expression
 
-    Measures the declared family can never use are replaced by a constant, so a large TEXT
-    column is not run through date parsing and a DATE column is not measured for digits.
+
+def _scan_expressions(col: str, family: str | None) -> list[str]:
+    """Aggregate SQL for one column: integers, reals, texts, blobs, bool-like, dates, datetimes,
+    largest number, smallest number, most fractional digits, numbers in scientific notation.
+
+    Measures the declared family can never use are a constant, so a large TEXT column is not run
+    through date parsing and a DATE column is not measured for digits.
     """
     as_text = f"CAST({col} AS TEXT)"
-    is_number = f"typeof({col}) IN ('integer', 'real') AND instr({as_text}, 'e') = 0"
-    dot = f"instr({as_text}, '.')"
     valid_day = (  # date(x, '+0 days') normalises Feb 30 to Mar 2, so equality proves validity
-        f"date(substr({col}, 1, 10), '+0 days') = substr({col}, 1, 10) "
-        f"AND substr({col}, 1, 4) >= '0001'")
-    is_date = f"typeof({col}) = 'text' AND length({col}) = 10 AND {col} GLOB '{_DATE_GLOB}' AND {valid_day}"
-    clock = f"substr({col}, 12, 5)"
-    is_datetime = (
-        f"typeof({col}) = 'text' AND {col} GLOB '{_DATE_GLOB}[ T]*' AND {valid_day} "
-        f"AND ({clock} GLOB '[01][0-9]:[0-5][0-9]' OR {clock} GLOB '2[0-3]:[0-5][0-9]') "
-        f"AND (length({col}) = 16 OR (substr({col}, 17, 3) GLOB ':[0-5][0-9]' AND "
-        f"(length({col}) = 19 OR (substr({col}, 20, 1) = '.' AND length({col}) > 20 "
-        f"AND NOT substr({col}, 21) GLOB '*[^0-9]*'))))")
+        f"substr({col}, 1, 4) >= '0001'",
+        f"date(substr({col}, 1, 10), '+0 days') = substr({col}, 1, 10)")
+    is_date = _lazy(f"typeof({col}) = 'text'", f"length({col}) = 10",
+                    f"{col} GLOB '{_DATE_GLOB}'", *valid_day)
+    is_datetime = _lazy(
+        f"typeof({col}) = 'text'", f"length({col}) >= 16",
+        f"{col} GLOB '{_DATE_GLOB}[ T][0-2][0-9]:[0-5][0-9]*'",
+        f"substr({col}, 12, 2) < '24'",
+        f"length({col}) = 16 OR (substr({col}, 17, 3) GLOB ':[0-5][0-9]' AND (length({col}) = 19 "
+        f"OR (substr({col}, 20, 1) = '.' AND length({col}) > 20 "
+        f"AND NOT substr({col}, 21) GLOB '*[^0-9]*')))",
+        *valid_day)
+    is_number = f"typeof({col}) IN ('integer', 'real')"
+    plain_real = _lazy(f"typeof({col}) = 'real'", f"instr({as_text}, 'e') = 0")
     wants_dates = family != "text"
     wants_digits = family == "decimal"
     return [
@@ -126,19 +138,24 @@ def _scan_expressions(col: str, family: str | None) -> list[str]:
         f"sum(typeof({col}) = 'real')",
         f"sum(typeof({col}) = 'text')",
         f"sum(typeof({col}) = 'blob')",
-        f"sum((typeof({col}) = 'integer' AND {col} IN (0, 1)) "
-        f"OR (typeof({col}) = 'text' AND lower({col}) IN ('true', 'false')))"
+        f"sum(CASE typeof({col}) WHEN 'integer' THEN {col} IN (0, 1) "
+        f"WHEN 'text' THEN lower({col}) IN ('true', 'false') ELSE 0 END)"
         if family == "boolean" else "0",
         f"sum({is_date})" if wants_dates else "0",
         f"sum({is_datetime})" if wants_dates else "0",
-        f"max(CASE WHEN {is_number} THEN (CASE WHEN {dot} > 0 THEN {dot} - 1 "
-        f"ELSE length({as_text}) END) - (substr({as_text}, 1, 1) = '-') END)"
+        f"max(CASE WHEN {is_number} THEN {col} END)" if wants_digits else "0",
+        f"min(CASE WHEN {is_number} THEN {col} END)" if wants_digits else "0",
+        f"max(CASE WHEN {plain_real} THEN "
+        f"length(rtrim(substr({as_text}, instr({as_text}, '.') + 1), '0')) END)"
         if wants_digits else "0",
-        f"max(CASE WHEN {is_number} AND {dot} > 0 "
-        f"THEN length(rtrim(substr({as_text}, {dot} + 1), '0')) END)"
+        f"sum(CASE WHEN typeof({col}) = 'real' THEN instr({as_text}, 'e') > 0 ELSE 0 END)"
         if wants_digits else "0",
-        f"sum(typeof({col}) = 'real' AND instr({as_text}, 'e') > 0)" if wants_digits else "0",
     ]
+
+
+def _digits(number: int | float | None) -> int:
+    """Digits before the decimal point of ``number``'s magnitude."""
+    return 0 if number is None else len(str(int(abs(number))).lstrip("0"))
 
 
 def scan_table(conn: sqlite3.Connection, table: str,
@@ -152,9 +169,13 @@ def scan_table(conn: sqlite3.Connection, table: str,
     width = len(per_column[0]) if per_column else 0
     stats = []
     for index, (name, _) in enumerate(columns):
-        *values, exponents = (int(v or 0) for v in row[1 + index * width: 1 + (index + 1) * width])
-        texts = _exponent_texts(conn, table, name) if exponents else ()
-        stats.append(ColumnStats(*values, exponent_texts=texts))
+        (integers, reals, texts, blobs, bool_like, dates, datetimes, largest, smallest, frac,
+         exponents) = row[1 + index * width: 1 + (index + 1) * width]
+        stats.append(ColumnStats(
+            integers=integers or 0, reals=reals or 0, texts=texts or 0, blobs=blobs or 0,
+            bool_like=bool_like or 0, dates=dates or 0, datetimes=datetimes or 0,
+            int_digits=max(_digits(largest), _digits(smallest)), frac_digits=frac or 0,
+            exponent_texts=_exponent_texts(conn, table, name) if exponents else ()))
     return int(row[0]), stats
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import duckdb
 import pyarrow as pa
+
 from polysql.backends._arrow import arrow_schema
 from polysql.backends._sqlite_types import quote_ident
-
 from polysql.schema import Column, ColumnType, Table
 
 _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")

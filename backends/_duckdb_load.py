@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
+
 from polysql.backends._load_files import (
     atomic_build,
     skipped_report,
@@ -22,7 +23,6 @@ from polysql.backends._load_files import (
     write_sidecar,
 )
 from polysql.backends._sqlite_types import quote_ident
-
 from polysql.errors import LoadError
 from polysql.schema import Coercion, ColumnType, LoadReport, Table
 

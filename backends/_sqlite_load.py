@@ -18,7 +18,6 @@ from polysql.backends._load_files import (
     write_sidecar,
 )
 from polysql.backends._sqlite_types import list_tables, quote_ident
-
 from polysql.errors import LoadError
 from polysql.schema import LoadReport
 

@@ -15,9 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+
 from polysql.backends._arrow import arrow_schema, arrow_type
 from polysql.backends._sqlite_types import quote_ident
-
 from polysql.errors import LoadError
 from polysql.schema import Coercion, Column, Table
 

@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 import duckdb
 import pyarrow as pa
-from polysql.backends._duckdb_safety import ALLOWED_STATEMENTS, SAFE_CONFIG, classify
-from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from sqlalchemy.engine import URL
 
+from polysql.backends._duckdb_safety import ALLOWED_STATEMENTS, SAFE_CONFIG, classify
+from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
 from polysql.registry import parse_url

@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 import pyarrow as pa
-from polysql.backends._sqlite_safety import classify, read_only_authorizer
-from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from sqlalchemy.engine import URL
 
+from polysql.backends._sqlite_safety import classify, read_only_authorizer
+from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
 from polysql.registry import parse_url

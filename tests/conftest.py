@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polysql.backends.base import Backend
 
 import polysql
+from polysql.backends.base import Backend
 from polysql.errors import EngineUnavailableError
 
 GAP_MARKERS = ("notimpl", "notyet", "never")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from polysql.backends.duckdb import DuckDBBackend
 
 import polysql
+from polysql.backends.duckdb import DuckDBBackend
 from polysql.errors import ConfigError, EngineUnavailableError
 
 
@@ -114,3 +114,10 @@ def test_tables_are_read_back_from_the_engine(tmp_path: Path) -> None:
         (batch,) = list(backend.read_table(table))
         assert batch.to_pylist()[0] == {"Id": 1, "Total": Decimal("2.500"), "Tags": "[a]",
                                         "When": None}
+
+
+def test_memory_limit_turns_a_huge_result_into_too_large() -> None:
+    with polysql.connect("duckdb://", memory_limit="50MB", threads=1) as backend:
+        result = backend.execute("SELECT list(range) FROM range(100000000)")
+        assert result.error is not None and result.error.kind == "too_large"
+        assert backend.execute("SELECT 1").rows == [(1,)]

@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from polysql.backends.sqlite import SQLiteBackend
 
 import polysql
+from polysql.backends.sqlite import SQLiteBackend
 from polysql.errors import ConfigError, EngineUnavailableError
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polysql.backends.sqlite import SQLiteBackend
 
 import polysql
+from polysql.backends.sqlite import SQLiteBackend
 from polysql.schema import Coercion, ColumnType
 
 

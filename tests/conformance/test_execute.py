@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from polysql.backends.base import Backend
-
 from polysql.model import Result
 
 LONG_RECURSION = (

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from polysql.backends._fingerprint import file_digest
 from polysql.backends.base import Backend
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
+
 from polysql.backends._mysql_pool import Login
 
 META_DATABASE = "polysql_meta"

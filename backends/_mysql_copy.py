@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 import pymysql
+
 from polysql.backends._mysql_access import quote_ident
 from polysql.backends._mysql_types import (
     MAX_KEY_BYTES,
@@ -26,7 +27,6 @@ from polysql.backends._mysql_types import (
     physical_type,
     row_literals,
 )
-
 from polysql.errors import LoadError
 from polysql.naming import NameMode, convert_all
 from polysql.schema import Coercion, ForeignKey, Table

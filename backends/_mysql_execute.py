@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
+from pymysql.constants import FIELD_TYPE
+from pymysql.converters import conversions
+
 from polysql.backends._mysql_errors import (
     CONNECTION_LOST_CODES,
     classify,
@@ -31,9 +34,6 @@ from polysql.backends._mysql_errors import (
     type_name,
 )
 from polysql.backends._mysql_pool import Login, open_connection
-from pymysql.constants import FIELD_TYPE
-from pymysql.converters import conversions
-
 from polysql.model import Result
 
 

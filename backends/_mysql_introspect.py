@@ -8,8 +8,8 @@ model's SQL will meet.
 from __future__ import annotations
 
 import pymysql
-from polysql.backends._mysql_types import logical_type
 
+from polysql.backends._mysql_types import logical_type
 from polysql.schema import Column, ForeignKey, Table
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import pymysql
+
 from polysql.backends._load_files import source_coercions, source_name
 from polysql.backends._mysql_access import (
     LoadRecord,
@@ -34,7 +35,6 @@ from polysql.backends._mysql_access import (
 )
 from polysql.backends._mysql_copy import add_foreign_keys, copy_table, plan_tables
 from polysql.backends._mysql_pool import Login, open_connection
-
 from polysql.errors import ConfigError, LoadError
 from polysql.naming import NameMode, check_mode
 from polysql.schema import Coercion, LoadReport

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sqlalchemy.engine import URL
+
 from polysql.backends._mysql_access import EvaluationLogin, evaluation_login
 from polysql.backends._mysql_execute import DECODERS, Backstop, Flavor, run_statement
 from polysql.backends._mysql_pool import (
@@ -28,8 +30,6 @@ from polysql.backends._mysql_pool import (
     open_connection,
 )
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
-from sqlalchemy.engine import URL
-
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.guard import screen
 from polysql.model import Result

@@ -17,9 +17,9 @@ from typing import Any
 
 import pymysql
 import pytest
-from polysql.backends.mysql import MySQLBackend
 from sqlalchemy.engine import URL, make_url
 
+from polysql.backends.mysql import MySQLBackend
 from polysql.registry import connect
 from polysql.schema import LoadReport
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from polysql.backends._mysql_pool import login_from_url
-from polysql.backends.mysql import MySQLBackend, evaluation_database_name
 from sqlalchemy.engine import URL, make_url
 
+from polysql.backends._mysql_pool import login_from_url
+from polysql.backends.mysql import MySQLBackend, evaluation_database_name
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.registry import backend_class, connect
 

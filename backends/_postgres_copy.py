@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
-from polysql.backends._postgres_types import check_identifier, copy_type, physical_type
 from psycopg import sql
 
+from polysql.backends._postgres_types import check_identifier, copy_type, physical_type
 from polysql.errors import LoadError
 from polysql.naming import NameMode, convert_all
 from polysql.schema import Coercion, Column, ForeignKey, Table

@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 import psycopg
-from polysql.backends._postgres_errors import classify
 
+from polysql.backends._postgres_errors import classify
 from polysql.model import Result
 
 # Rows per FETCH from the server-side cursor.

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 import psycopg
-from polysql.backends._postgres_types import logical_type, quote_ident
 
+from polysql.backends._postgres_types import logical_type, quote_ident
 from polysql.schema import Column, ForeignKey, Table
 
 EVALUATION_SCHEMA = "public"

@@ -18,6 +18,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg import sql
+
 from polysql.backends._load_files import source_coercions, source_name, timed
 from polysql.backends._postgres_conn import (
     MAINTENANCE_DATABASE,
@@ -27,8 +29,6 @@ from polysql.backends._postgres_conn import (
 from polysql.backends._postgres_copy import TablePlan, add_keys, copy_tables, plan_tables
 from polysql.backends._postgres_meta import MetaStore, create_database, database_exists
 from polysql.backends._postgres_types import check_identifier
-from psycopg import sql
-
 from polysql.errors import LoadError
 from polysql.naming import check_mode
 from polysql.schema import Coercion, LoadReport

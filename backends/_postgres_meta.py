@@ -22,15 +22,15 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg import sql
+from sqlalchemy.engine import URL
+
 from polysql.backends._postgres_conn import (
     MAINTENANCE_DATABASE,
     connection_params,
     describe,
     open_connection,
 )
-from psycopg import sql
-from sqlalchemy.engine import URL
-
 from polysql.errors import EngineError, LoadError
 
 META_DATABASE = "polysql_meta"
@@ -171,9 +171,14 @@ class MetaStore:
 
     def drop_reader(self, role: str) -> None:
         """Drop ``role`` and forget its password (its databases must be dropped first)."""
-        with self.conn.transaction():
-            self.conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
-            self.conn.execute("DELETE FROM readers WHERE role = %s", (role,))
+        try:
+            with self.conn.transaction():
+                self.conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+                self.conn.execute("DELETE FROM readers WHERE role = %s", (role,))
+        except psycopg.errors.DependentObjectsStillExist as exc:
+            raise EngineError(
+                f"cannot drop the reader role {role!r}: databases still grant it access "
+                f"({exc.diag.message_detail or exc}); drop those databases first") from exc
 
     # -- load records ----------------------------------------------------------------------
     def load_record(self, database: str) -> dict[str, Any] | None:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import psycopg
+from sqlalchemy.engine import URL
+
 from polysql.backends._postgres_conn import (
     MAINTENANCE_DATABASE,
     ConnectionPool,
@@ -33,8 +35,6 @@ from polysql.backends._postgres_exec import run_statement
 from polysql.backends._postgres_meta import DEFAULT_READER, reader_credentials
 from polysql.backends._postgres_types import MAX_IDENTIFIER_BYTES
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
-from sqlalchemy.engine import URL
-
 from polysql.errors import ConfigError, EngineError
 from polysql.guard import screen
 from polysql.model import Result

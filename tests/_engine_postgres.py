@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sqlalchemy.engine import URL, make_url
+
 from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
 from polysql.backends.base import Backend
 from polysql.backends.postgres import evaluation_database_name
-from sqlalchemy.engine import URL, make_url
-
 from polysql.errors import EngineUnavailableError
 from polysql.registry import connect
 

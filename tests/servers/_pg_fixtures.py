@@ -16,11 +16,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
-from polysql.backends.postgres import PostgresBackend
 from psycopg import sql
 from sqlalchemy.engine import URL, make_url
 
+from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
+from polysql.backends.postgres import PostgresBackend
 from polysql.registry import connect
 
 ENGINE = "postgres"

@@ -12,10 +12,10 @@ from types import ModuleType
 
 import psycopg
 import pytest
-from polysql.backends._postgres_conn import connection_params
-from polysql.backends.postgres import PostgresBackend, evaluation_database_name, format_version
 from sqlalchemy.engine import make_url
 
+from polysql.backends._postgres_conn import connection_params
+from polysql.backends.postgres import PostgresBackend, evaluation_database_name, format_version
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.registry import backend_class, connect
 

@@ -14,9 +14,9 @@ from types import ModuleType
 
 import pyarrow as pa
 import pytest
-from polysql.backends.sqlite import SQLiteBackend
 from sqlalchemy.engine import make_url
 
+from polysql.backends.sqlite import SQLiteBackend
 from polysql.errors import LoadError
 from polysql.registry import connect
 from polysql.schema import Table

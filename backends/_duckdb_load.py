@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
+import sqlglot
+import sqlglot.errors
 
 from polysql.backends._load_files import (
     atomic_build,
@@ -89,11 +91,37 @@ def _add_primary_key(conn: duckdb.DuckDBPyConnection, table: Table) -> Coercion 
     return None
 
 
+def copy_views(conn: duckdb.DuckDBPyConnection, source: Backend, *,
+               replace: bool) -> list[Coercion]:
+    """Recreate the source's views, their SQL translated by sqlglot; a view that cannot be
+    translated or created is reported, not fatal. Views are retried until no more succeed, so
+    one defined on another is created after it."""
+    views = getattr(source, "views", None)
+    pending = list(views()) if callable(views) else []
+    failures: dict[str, str] = {}
+    while pending:
+        remaining = []
+        for name, sql in pending:
+            try:
+                (translated,) = sqlglot.transpile(sql, read=source.dialect, write="duckdb")
+                if replace:
+                    conn.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+                conn.execute(translated)
+            except (sqlglot.errors.SqlglotError, duckdb.Error, ValueError) as exc:
+                failures[name] = str(exc).splitlines()[0]
+                remaining.append((name, sql))
+        if len(remaining) == len(pending):
+            break
+        pending = remaining
+    return [Coercion(name, "", f"view not created in DuckDB: {failures[name]}", 1)
+            for name, _ in pending]
+
+
 def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
                 replace: bool) -> tuple[dict[str, int], list[Coercion]]:
     """Create and fill every source table in ``conn``; row counts and coercions."""
     tables = source.tables()
-    dropped_keys: list[Coercion] = []
+    notes: list[Coercion] = []
     counts: dict[str, int] = {}
     for table in tables:
         try:
@@ -108,9 +136,10 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
                             f"but {counts[table.name]} arrived")
         dropped = _add_primary_key(conn, table)
         if dropped is not None:
-            dropped_keys.append(dropped)
+            notes.append(dropped)
+    notes.extend(copy_views(conn, source, replace=replace))
     # Asked last: reading the rows may have found more (text that was not valid UTF-8).
-    return counts, source_coercions(source) + dropped_keys
+    return counts, source_coercions(source) + notes
 
 
 def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str | None,

@@ -192,6 +192,13 @@ class SQLiteBackend(Backend):
             self.tables()
         return list(self._coercions or [])
 
+    def views(self) -> list[tuple[str, str]]:
+        """(name, CREATE VIEW text) of every view, in creation order."""
+        with self._lock:
+            rows = self._connection().execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY rowid").fetchall()
+        return [(name, sql) for name, sql in rows]
+
     def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
         from polysql.backends._sqlite_read import read_batches
 

@@ -173,3 +173,17 @@ def test_sqlite_copy_is_verbatim(source: Path, tmp_path: Path) -> None:
         assert a.execute(query).fetchall() == b.execute(query).fetchall()
         rows = 'SELECT "Id", "Name", "Price", typeof("Price") FROM "Items" ORDER BY 1'
         assert a.execute(rows).fetchall() == b.execute(rows).fetchall()
+
+
+def test_views_are_translated_into_duckdb_or_reported(source: Path, tmp_path: Path) -> None:
+    with sqlite3.connect(source) as conn:
+        conn.execute('CREATE VIEW "Dear Items" AS SELECT "Name" FROM "Items" WHERE "Price" > 5')
+        conn.execute("CREATE VIEW names AS SELECT group_concat(\"Name\", '|') AS all_names "
+                     'FROM "Dear Items"')
+        conn.execute("CREATE VIEW broken AS SELECT * FROM no_such_table")
+    target = tmp_path / "copy.duckdb"
+    report = polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    assert _duckdb_rows(target, 'SELECT * FROM "Dear Items"') == [("ink",)]
+    assert _duckdb_rows(target, "SELECT all_names FROM names") == [("ink",)]
+    (failed,) = [c for c in report.coercions if c.table == "broken"]
+    assert "view not created" in failed.message

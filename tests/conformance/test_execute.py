@@ -97,3 +97,10 @@ def test_version_is_reported(backend: Backend) -> None:
 
 def test_timeout_leaves_fast_queries_alone(backend: Backend) -> None:
     assert backend.execute("SELECT 1", timeout=5.0).ok
+
+
+def test_writable_scratch_database_takes_setup_statements(writable_backend: Backend) -> None:
+    assert writable_backend.execute('CREATE TABLE "Scratch" ("K" INTEGER, v TEXT)').ok
+    assert writable_backend.execute("INSERT INTO \"Scratch\" VALUES (1, 'a'), (2, NULL)").ok
+    result = writable_backend.execute('SELECT "K", v FROM "Scratch" ORDER BY "K"')
+    assert result.rows == [(1, "a"), (2, None)]

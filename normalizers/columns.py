@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import Reading, column_keys, column_types
-
 from polysql.errors import ComparisonError
 from polysql.model import Result
+from polysql.normalizers.policy import ComparePolicy
+from polysql.normalizers.values import Reading, column_keys, column_types
 
 
 class ResultColumns:
@@ -24,7 +23,7 @@ class ResultColumns:
         self._rows = result.rows
         self._raw: list[Sequence[Any]] | None = None
         self._types: dict[int, frozenset[type]] = {}
-        self._keys: dict[tuple[int, Reading], list[Any]] = {}
+        self._keys: dict[tuple[int, Reading], Sequence[Any]] = {}
 
     @property
     def raw(self) -> list[Sequence[Any]]:
@@ -43,7 +42,15 @@ class ResultColumns:
             self._types[j] = column_types(self.raw[j])
         return self._types[j]
 
-    def keys(self, j: int, reading: Reading) -> list[Any]:
+    def key_types(self, j: int, reading: Reading) -> frozenset[type]:
+        """The set of Python types among column ``j``'s keys under ``reading``."""
+        keys = self.keys(j, reading)
+        if keys is self.raw[j] or (not (reading.numbers or reading.temporal or reading.booleans)
+                                   and self.types(j) <= {str, type(None)}):
+            return self.types(j)  # keys are the raw values, or text that stayed text
+        return column_types(keys)
+
+    def keys(self, j: int, reading: Reading) -> Sequence[Any]:
         cached = self._keys.get((j, reading))
         if cached is None:
             cached = column_keys(self.raw[j], self.policy, reading, self.types(j))

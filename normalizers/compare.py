@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from polysql.model import Result, Verdict
 from polysql.normalizers.align import (
     Alignment,
     align_by_name,
@@ -24,6 +27,7 @@ from polysql.normalizers.align import (
 )
 from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import format_row, plural, row_span
+from polysql.normalizers.hashing import HashScheme, hash_columns
 from polysql.normalizers.ordering import OrderInfo, infer_order
 from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
 from polysql.normalizers.rows import (
@@ -32,11 +36,10 @@ from polysql.normalizers.rows import (
     compare_bag,
     compare_sequence,
     compare_tie_groups,
-    unmatched,
+    contained_in,
+    side_difference,
 )
 from polysql.normalizers.values import PLAIN_READING, Reading, reading_for
-
-from polysql.model import Result, Verdict
 
 __all__ = ["compare", "resolve_policy"]
 
@@ -233,14 +236,25 @@ def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | No
         types = gold.types(j) | pred.types(k) | (widened.types(j) if widened is not None else frozenset())
         readings.append(reading_for(types, pol) if types else PLAIN_READING)
 
-    def side(cols: ResultColumns, indices: tuple[int, ...]) -> Side:
-        return Side(cols.label, [cols.raw[j] for j in indices],
-                    [cols.keys(j, p) for j, p in zip(indices, readings, strict=True)],
-                    readings, pol, cols.height)
-
     gold_indices = tuple(range(gold.width))
-    widened_side = side(widened, gold_indices) if widened is not None else None
-    return side(gold, gold_indices), side(pred, alignment.mapping), widened_side
+    sides = [(gold, gold_indices), (pred, alignment.mapping)]
+    if widened is not None:
+        sides.append((widened, gold_indices))
+    keys = [[cols.keys(j, r) for j, r in zip(indices, readings, strict=True)] for cols, indices in sides]
+    # One hash scheme per aligned column, chosen from every side's keys so all sides agree.
+    schemes: list[HashScheme] = []
+    hashes: list[list[np.ndarray]] = [[] for _ in sides]
+    for j in range(gold.width):
+        scheme, per_side = hash_columns(
+            [side_keys[j] for side_keys in keys],
+            lambda i, j=j: sides[i][0].key_types(sides[i][1][j], readings[j]))
+        schemes.append(scheme)
+        for side_hashes, hashed in zip(hashes, per_side, strict=True):
+            side_hashes.append(hashed)
+    built = [Side(cols.label, [cols.raw[j] for j in indices], side_keys, readings, pol, cols.height,
+                  schemes, side_hashes)
+             for (cols, indices), side_keys, side_hashes in zip(sides, keys, hashes, strict=True)]
+    return built[0], built[1], built[2] if widened is not None else None
 
 
 # -- rows -----------------------------------------------------------------------------------------
@@ -281,7 +295,7 @@ def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...]) -> CutTies 
     boundary = gold.height - 1
     while boundary > 0 and tuple(gold.keys[j][boundary - 1] for j in keys) == last:
         boundary -= 1
-    widened_keys = list(zip(*(widened.keys[j] for j in keys), strict=True))
+    widened_keys = zip(*(widened.keys[j] for j in keys), strict=True)
     group_rows = [i for i, key in enumerate(widened_keys) if key == last]
     if len(group_rows) <= gold.height - boundary:
         return None
@@ -289,42 +303,34 @@ def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...]) -> CutTies 
     return CutTies(boundary, group_rows, may_continue)
 
 
-def _subside(side: Side, rows: list[int] | range) -> Side:
-    return Side(side.label, [[column[i] for i in rows] for column in side.raw],
-                [[column[i] for i in rows] for column in side.keys], side.reading, side.policy,
-                len(rows))
-
-
 def _compare_with_cut_ties(gold: Side, pred: Side, widened: Side, cut: CutTies, order: RowOrder,
                            names: list[str]) -> tuple[RowOutcome, dict[str, Any]]:
     extra = {"tie_at_limit": True, "tie_group_rows_seen": len(cut.group_rows),
              "tie_group_may_continue": cut.may_continue}
     slots = gold.height - cut.boundary
-    group = _subside(widened, cut.group_rows)
+    group = widened.rows(cut.group_rows)
     if pred.height != gold.height:
         return RowOutcome(False, f"gold has {plural(gold.height, 'row')}, predicted {pred.height} "
                                  "(the LIMIT cuts a tie group, but the row count must still match)"), extra
-    prefix_gold = _subside(gold, range(cut.boundary))
+    prefix_gold = gold.rows(range(cut.boundary))
     if order.ordered:
         # Rows before the cut group must match in order; the last `slots` rows may be any rows
         # of the tie group.
-        prefix_pred = _subside(pred, range(cut.boundary))
+        prefix_pred = pred.rows(range(cut.boundary))
         before = _compare_rows(prefix_gold, prefix_pred, order, names) if cut.boundary else \
             RowOutcome(True, "")
         if not before.match:
             return before, extra
-        tail = _subside(pred, range(cut.boundary, pred.height))
+        tail = pred.rows(range(cut.boundary, pred.height))
     else:
         # Bag: every gold row outside the cut group must be predicted; the rest must come
         # from the tie group.
-        gold_left, pred_left, _ = unmatched(prefix_gold.key_rows(), pred.key_rows(),
-                                            prefix_gold.fine_row, pred.fine_row, gold.policy)
+        gold_left, pred_left, _ = side_difference(prefix_gold, pred)
         if gold_left:
             return RowOutcome(False, f"{plural(len(gold_left), 'gold row')} missing from prediction, "
                                      f"e.g. {format_row(prefix_gold.raw_row(gold_left[0]))}"), extra
-        tail = _subside(pred, pred_left)
-    _, foreign, paired = unmatched(group.key_rows(), tail.key_rows(), group.fine_row, tail.fine_row,
-                                   gold.policy)
+        tail = pred.rows(pred_left)
+    foreign, paired = contained_in(group, tail)
     if foreign:
         return RowOutcome(False, f"the gold's LIMIT cuts a tie group at {row_span(cut.boundary, gold.height - 1)}, "
                                  f"but predicted row {format_row(tail.raw_row(foreign[0]))} is not one "

@@ -1,8 +1,9 @@
 """Compare two results' rows once their columns are aligned: as a bag, as a strict sequence, or
 as a sequence of tie groups (rows tied on the ORDER BY keys form a small bag each).
 
-Everything works on canonical row keys (tuples of per-column keys): a Counter comparison or a list
-comparison decides the common case in C; only rows left over go through the per-value tolerance
+Everything works on canonical keys held column by column. Bags are paired through sorted row
+hashes (:mod:`polysql.normalizers.hashing`) and every pair is verified value by value; sequences
+are compared column against column in C. Only rows left over go through the per-value tolerance
 pass, and only they are looked at one by one.
 """
 
@@ -11,17 +12,24 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, groupby, repeat
+from itertools import compress, islice
 from operator import ne
 from typing import Any
 
+import numpy as np
+
 from polysql.normalizers.describe import format_row, format_value, plural, row_span
+from polysql.normalizers.hashing import (
+    HashScheme,
+    pairs_equal,
+    row_hashes,
+    split_by_hash,
+)
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.tolerance import first_difference, pair_within_tolerance, rows_match
 from polysql.normalizers.values import Reading, fine_value
 
-#: examples of differing rows quoted in a reason
-EXAMPLES = 1
+FineRow = Callable[[int], tuple[Any, ...]]
 
 
 @dataclass(slots=True)
@@ -30,16 +38,25 @@ class Side:
 
     label: str
     raw: list[Sequence[Any]]  # raw values per aligned column
-    keys: list[list[Any]]  # canonical keys per aligned column
+    keys: list[Sequence[Any]]  # canonical keys per aligned column
     reading: list[Reading]
     policy: ComparePolicy
     height: int
-    _key_rows: list[tuple[Any, ...]] | None = field(default=None, repr=False)
+    schemes: list[HashScheme]  # per column, shared by every side compared with this one
+    hashes: list[np.ndarray]  # per column, hashed under ``schemes``
+    _row_hashes: np.ndarray | None = field(default=None, repr=False)
 
-    def key_rows(self) -> list[tuple[Any, ...]]:
-        if self._key_rows is None:
-            self._key_rows = list(zip(*self.keys, strict=True)) if self.keys else [()] * self.height
-        return self._key_rows
+    def column_hashes(self) -> list[np.ndarray]:
+        return self.hashes
+
+    def row_hashes(self) -> np.ndarray:
+        if self._row_hashes is None:
+            self._row_hashes = row_hashes(self.column_hashes(), self.height)
+        return self._row_hashes
+
+    def checked(self) -> list[int]:
+        """Columns whose hash can collide, so proposed pairs must be compared by value."""
+        return [j for j, scheme in enumerate(self.schemes) if scheme == "checked"]
 
     def raw_row(self, i: int) -> tuple[Any, ...]:
         return tuple(column[i] for column in self.raw)
@@ -47,6 +64,15 @@ class Side:
     def fine_row(self, i: int) -> tuple[Any, ...]:
         return tuple(fine_value(column[i], self.policy, reading)
                      for column, reading in zip(self.raw, self.reading, strict=True))
+
+    def rows(self, positions: Sequence[int]) -> Side:
+        """A Side holding only the rows at ``positions`` (in that order)."""
+        def pick(column: Sequence[Any]) -> list[Any]:
+            return [column[i] for i in positions]
+        where = np.asarray(positions, dtype=np.intp)
+        return Side(self.label, [pick(c) for c in self.raw], [pick(c) for c in self.keys],
+                    self.reading, self.policy, len(positions), self.schemes,
+                    [hashed[where] for hashed in self.hashes])
 
 
 @dataclass(slots=True)
@@ -56,45 +82,43 @@ class RowOutcome:
     tolerance_pairs: int = 0
 
 
-def _surplus(mine: dict[Any, int], theirs: dict[Any, int]) -> dict[Any, int]:
-    """Keys counted more often in ``mine`` than in ``theirs``, with the excess.
+# -- multiset difference --------------------------------------------------------------------------
 
-    The scan over all keys runs in C (compress/map); only differing keys reach Python.
-    """
-    differing = compress(mine, map(ne, mine.values(), map(theirs.get, mine, repeat(0))))
-    return {key: mine[key] - theirs.get(key, 0) for key in differing
-            if mine[key] > theirs.get(key, 0)}
+def _exact_surplus(gold_columns: Sequence[Sequence[Any]], pred_columns: Sequence[Sequence[Any]],
+                   height_gold: int, height_pred: int) -> tuple[list[int], list[int]]:
+    """Exact multiset difference with Counters; used only when row hashes collided."""
+    gold_rows = list(zip(*gold_columns, strict=True)) if gold_columns else [()] * height_gold
+    pred_rows = list(zip(*pred_columns, strict=True)) if pred_columns else [()] * height_pred
+    gold_count, pred_count = Counter(gold_rows), Counter(pred_rows)
 
+    def positions(rows: list[tuple[Any, ...]], mine: Counter[Any], theirs: Counter[Any]) -> list[int]:
+        wanted = {key: n - theirs.get(key, 0) for key, n in mine.items() if n > theirs.get(key, 0)}
+        out = []
+        for i in compress(range(len(rows)), map(wanted.__contains__, rows)):
+            if wanted[rows[i]]:
+                wanted[rows[i]] -= 1
+                out.append(i)
+        return out
 
-def _positions_of(keys: Sequence[Any], surplus: dict[Any, int]) -> list[int]:
-    """Positions of the rows whose key is in ``surplus`` (as many as it counts)."""
-    if not surplus:
-        return []
-    wanted = dict(surplus)
-    out: list[int] = []
-    # compress() scans every row in C; the Python loop sees only rows with a surplus key.
-    for i in compress(range(len(keys)), map(wanted.__contains__, keys)):
-        left = wanted[keys[i]]
-        if left:
-            out.append(i)
-            wanted[keys[i]] = left - 1
-    return out
+    return positions(gold_rows, gold_count, pred_count), positions(pred_rows, pred_count, gold_count)
 
 
-def unmatched(gold_keys: Sequence[Any], pred_keys: Sequence[Any],
-              gold_fine: Callable[[int], tuple[Any, ...]],
-              pred_fine: Callable[[int], tuple[Any, ...]],
+def unmatched(gold_columns: Sequence[Sequence[Any]], pred_columns: Sequence[Sequence[Any]],
+              gold_hashes: np.ndarray, pred_hashes: np.ndarray, checked: Sequence[int],
+              gold_fine: FineRow, pred_fine: FineRow,
               policy: ComparePolicy) -> tuple[list[int], list[int], int]:
-    """Multiset difference of two key lists, with the tolerance pass on the residue.
+    """Multiset difference of two row sets given column-wise keys and row hashes, with the
+    tolerance pass on the residue.
 
     Returns (unpaired gold positions, unpaired predicted positions, pairs made by tolerance).
     """
-    gold_count, pred_count = Counter(gold_keys), Counter(pred_keys)
-    # dict equality runs in C; Counter.__eq__ is a Python loop (and both hold positive counts only)
-    if dict.__eq__(gold_count, pred_count):
-        return [], [], 0
-    gold_left = _positions_of(gold_keys, _surplus(gold_count, pred_count))
-    pred_left = _positions_of(pred_keys, _surplus(pred_count, gold_count))
+    split = split_by_hash(gold_hashes, pred_hashes)
+    if pairs_equal([gold_columns[j] for j in checked], [pred_columns[j] for j in checked],
+                   split.gold_paired, split.pred_paired):
+        gold_left, pred_left = split.gold_surplus.tolist(), split.pred_surplus.tolist()
+    else:
+        gold_left, pred_left = _exact_surplus(gold_columns, pred_columns,
+                                              len(gold_hashes), len(pred_hashes))
     if not gold_left or not pred_left:
         return gold_left, pred_left, 0
     gold_rows = [gold_fine(i) for i in gold_left]
@@ -103,6 +127,14 @@ def unmatched(gold_keys: Sequence[Any], pred_keys: Sequence[Any],
     paired = len(gold_left) - len(lone_gold)
     return [gold_left[i] for i in lone_gold], [pred_left[k] for k in lone_pred], paired
 
+
+def side_difference(gold: Side, pred: Side) -> tuple[list[int], list[int], int]:
+    """:func:`unmatched` for two whole Sides."""
+    return unmatched(gold.keys, pred.keys, gold.row_hashes(), pred.row_hashes(), gold.checked(),
+                     gold.fine_row, pred.fine_row, gold.policy)
+
+
+# -- reasons --------------------------------------------------------------------------------------
 
 def _count_reason(gold: Side, pred: Side) -> str:
     return f"gold has {plural(gold.height, 'row')}, predicted {pred.height}"
@@ -119,66 +151,74 @@ def _difference_reason(gold: Side, pred: Side, gold_left: list[int], pred_left: 
     return "; ".join(parts)
 
 
-def compare_bag(gold: Side, pred: Side) -> RowOutcome:
-    """Rows as a multiset: duplicates count, order does not."""
-    gold_left, pred_left, paired = unmatched(gold.key_rows(), pred.key_rows(), gold.fine_row,
-                                             pred.fine_row, gold.policy)
-    if not gold_left and not pred_left:
-        how = " (some numbers within tolerance)" if paired else ""
-        return RowOutcome(True, f"same {plural(gold.height, 'row')} as a bag{how}", paired)
-    prefix = _count_reason(gold, pred) + "; " if gold.height != pred.height else ""
-    return RowOutcome(False, prefix + _difference_reason(gold, pred, gold_left, pred_left), paired)
-
-
 def _column_name(names: Sequence[str], j: int) -> str:
     return repr(names[j]) if j < len(names) else str(j + 1)
 
 
-def _row_difference(gold: Side, pred: Side, i: int, k: int, names: Sequence[str]) -> str:
+def _row_difference(gold: Side, pred: Side, i: int, names: Sequence[str]) -> str:
     """'row 3 differs at column 'total': gold 12.5, predicted 12.49'."""
-    gold_row, pred_row = gold.fine_row(i), pred.fine_row(k)
-    j = first_difference(gold_row, pred_row, gold.policy)
-    if j is None:
+    j = first_difference(gold.fine_row(i), pred.fine_row(i), gold.policy)
+    if j is None:  # pragma: no cover - callers pass rows known to differ
         return f"{row_span(i, i)} differs"
     return (f"{row_span(i, i)} differs at column {_column_name(names, j)}: "
-            f"gold {format_value(gold.raw[j][i])}, predicted {format_value(pred.raw[j][k])}")
+            f"gold {format_value(gold.raw[j][i])}, predicted {format_value(pred.raw[j][i])}")
+
+
+def _order_hint(gold: Side, pred: Side) -> str:
+    """'same rows but in a different order; ' when the bags agree, so the reader knows what to
+    look at."""
+    gold_left, pred_left, _ = side_difference(gold, pred)
+    return "same rows but in a different order; " if not gold_left and not pred_left else ""
+
+
+def _with_tolerance(paired: int) -> str:
+    return " (some numbers within tolerance)" if paired else ""
+
+
+# -- the three modes ------------------------------------------------------------------------------
+
+def compare_bag(gold: Side, pred: Side) -> RowOutcome:
+    """Rows as a multiset: duplicates count, order does not."""
+    gold_left, pred_left, paired = side_difference(gold, pred)
+    if not gold_left and not pred_left:
+        return RowOutcome(True, f"same {plural(gold.height, 'row')} as a bag{_with_tolerance(paired)}",
+                          paired)
+    prefix = _count_reason(gold, pred) + "; " if gold.height != pred.height else ""
+    return RowOutcome(False, prefix + _difference_reason(gold, pred, gold_left, pred_left), paired)
+
+
+def _differing_positions(gold: Side, pred: Side) -> list[int]:
+    """Row positions where some column's keys differ (scans run in C)."""
+    differing = np.zeros(gold.height, dtype=bool)
+    for gold_keys, pred_keys in zip(gold.keys, pred.keys, strict=True):
+        differing |= np.fromiter(map(ne, gold_keys, pred_keys), dtype=bool, count=gold.height)
+    return np.flatnonzero(differing).tolist()
 
 
 def compare_sequence(gold: Side, pred: Side, names: Sequence[str]) -> RowOutcome:
     """Rows in exactly the gold's order."""
     if gold.height != pred.height:
         return RowOutcome(False, _count_reason(gold, pred))
-    gold_keys, pred_keys = gold.key_rows(), pred.key_rows()
-    if gold_keys == pred_keys:
-        return RowOutcome(True, f"same {plural(gold.height, 'row')} in the same order")
     paired = 0
-    for i, (a, b) in enumerate(zip(gold_keys, pred_keys, strict=True)):
-        if a == b:
-            continue
+    for i in _differing_positions(gold, pred):
         if rows_match(gold.fine_row(i), pred.fine_row(i), gold.policy):
             paired += 1
             continue
-        return RowOutcome(False, _order_hint(gold, pred) + _row_difference(gold, pred, i, i, names),
+        return RowOutcome(False, _order_hint(gold, pred) + _row_difference(gold, pred, i, names),
                           paired)
-    return RowOutcome(True, f"same {plural(gold.height, 'row')} in the same order "
-                            "(some numbers within tolerance)", paired)
+    return RowOutcome(True, f"same {plural(gold.height, 'row')} in the same order"
+                            f"{_with_tolerance(paired)}", paired)
 
 
-def _order_hint(gold: Side, pred: Side) -> str:
-    """'same rows, different order: ' when the bags agree, so the reader knows what to look at."""
-    gold_left, pred_left, _ = unmatched(gold.key_rows(), pred.key_rows(), gold.fine_row,
-                                        pred.fine_row, gold.policy)
-    return "same rows but in a different order; " if not gold_left and not pred_left else ""
-
-
-def tie_groups(gold: Side, key_columns: Sequence[int]) -> list[int]:
-    """Group number of each gold row: consecutive rows equal on the ORDER BY key columns."""
-    keys = list(zip(*(gold.keys[j] for j in key_columns), strict=True)) if key_columns \
-        else [()] * gold.height
-    groups: list[int] = []
-    for number, (_, run) in enumerate(groupby(keys)):
-        groups.extend([number] * sum(1 for _ in run))
-    return groups
+def tie_groups(gold: Side, key_columns: Sequence[int]) -> np.ndarray:
+    """Group number of each gold row: runs of consecutive rows equal on the ORDER BY keys."""
+    starts = np.zeros(gold.height, dtype=bool)
+    if gold.height > 1:
+        for j in key_columns:
+            keys = gold.keys[j]
+            starts[1:] |= np.fromiter(map(ne, islice(keys, 1, None), keys), dtype=bool,
+                                      count=gold.height - 1)
+    return np.cumsum(starts)
 
 
 def compare_tie_groups(gold: Side, pred: Side, key_columns: Sequence[int],
@@ -186,34 +226,44 @@ def compare_tie_groups(gold: Side, pred: Side, key_columns: Sequence[int],
     """Rows in the gold's order, except that rows tied on the ORDER BY keys may be permuted."""
     if gold.height != pred.height:
         return RowOutcome(False, _count_reason(gold, pred))
-    gold_keys, pred_keys = gold.key_rows(), pred.key_rows()
-    if gold_keys == pred_keys:
+    differing = _differing_positions(gold, pred)
+    if not differing:
         return RowOutcome(True, f"same {plural(gold.height, 'row')} in the same order")
     groups = tie_groups(gold, key_columns)
-    # Tag every row with its group: then "same bag per group" is one multiset comparison.
-    gold_tagged = list(zip(groups, gold_keys, strict=True))
-    pred_tagged = list(zip(groups, pred_keys, strict=True))
+    # Tag every row with its group: then "same bag within every group" is one multiset
+    # comparison, and the predicted row at position i belongs to the gold group at position i.
+    group_list = groups.tolist()
+    group_hash = groups.astype(np.uint64)
     gold_left, pred_left, paired = unmatched(
-        gold_tagged, pred_tagged,
-        lambda i: (groups[i], *gold.fine_row(i)), lambda k: (groups[k], *pred.fine_row(k)),
+        [group_list, *gold.keys], [group_list, *pred.keys],
+        row_hashes([group_hash, *gold.column_hashes()], gold.height),
+        row_hashes([group_hash, *pred.column_hashes()], pred.height),
+        [j + 1 for j in gold.checked()],
+        lambda i: (group_list[i], *gold.fine_row(i)), lambda k: (group_list[k], *pred.fine_row(k)),
         gold.policy)
     if not gold_left and not pred_left:
-        how = " (some numbers within tolerance)" if paired else ""
         return RowOutcome(True, f"same {plural(gold.height, 'row')} in ORDER BY order, "
-                                f"ties in any order{how}", paired)
+                                f"ties in any order{_with_tolerance(paired)}", paired)
     first = min(gold_left + pred_left)
-    group = groups[first]
-    start = groups.index(group)
-    end = start
-    while end + 1 < len(groups) and groups[end + 1] == group:
-        end += 1
+    group = group_list[first]
+    start = int(np.searchsorted(groups, group, side="left"))
+    end = int(np.searchsorted(groups, group, side="right")) - 1
     hint = _order_hint(gold, pred)
     if start == end:
-        return RowOutcome(False, hint + _row_difference(gold, pred, start, start, names), paired)
-    missing = [i for i in gold_left if groups[i] == group]
-    example = format_row(gold.raw_row(missing[0])) if missing else \
-        format_row(pred.raw_row(next(k for k in pred_left if groups[k] == group)))
-    what = "gold row" if missing else "predicted row"
-    where = "not among the predicted" if missing else "not among the gold"
+        return RowOutcome(False, hint + _row_difference(gold, pred, start, names), paired)
+    missing = [i for i in gold_left if group_list[i] == group]
+    if missing:
+        example, what, where = format_row(gold.raw_row(missing[0])), "gold row", "predicted"
+    else:
+        extra = next(k for k in pred_left if group_list[k] == group)
+        example, what, where = format_row(pred.raw_row(extra)), "predicted row", "gold"
     return RowOutcome(False, f"{hint}{row_span(start, end)} (tied on the ORDER BY keys) differ: "
-                             f"{what} {example} is {where} {row_span(start, end)}", paired)
+                             f"{what} {example} is not among the {where} {row_span(start, end)}",
+                      paired)
+
+
+def contained_in(pool: Side, part: Side) -> tuple[list[int], int]:
+    """Rows of ``part`` that cannot be taken from ``pool`` (as a multiset, with tolerance)."""
+    _, foreign, paired = side_difference(pool, part)
+    return foreign, paired
+

@@ -24,6 +24,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+
 from polysql.normalizers.policy import ComparePolicy
 
 NoneType = type(None)
@@ -52,9 +53,8 @@ class Reading:
 
     Text is read as a number / date / boolean only when the column it is compared with holds such
     values: two text columns are always compared as text, so '01' and '1' stay different there.
-    ``native`` says the pair's Python types already compare the way the contract wants (ints and
-    Decimals, or one temporal type on both sides), so the raw values serve as keys unconverted;
-    near-equal Decimals then meet in the tolerance pass instead of in the hash.
+    ``native`` says the pair's Python types already compare the way the contract wants (ints, or
+    one temporal or binary type on both sides), so the raw values serve as keys unconverted.
     """
 
     numbers: bool = False
@@ -67,6 +67,8 @@ PLAIN_READING = Reading()
 _NATIVE_READING = Reading(native=True)
 #: types whose own equality and hashing already are the contract's, when a pair holds only them
 _NATIVE_ALONE: frozenset[type] = frozenset({date, datetime, time, bytes})
+# Decimals are deliberately not native: converted once to (bucketed) floats they hash cheaply and
+# injectively as float64, where hashing and checking Decimals themselves costs several passes.
 
 
 def column_types(values: Sequence[Any]) -> frozenset[type]:
@@ -78,9 +80,8 @@ def reading_for(types: frozenset[type], policy: ComparePolicy, *, native_ok: boo
     """How to read a column pair whose combined value types are ``types``."""
     kinds = types - {NoneType}
     if native_ok and kinds:
-        exact_numbers = {int, Decimal} | ({bool} if policy.bool_as_int else set())
-        if kinds <= exact_numbers \
-                or len(kinds) == 1 and kinds <= _NATIVE_ALONE:
+        exact_ints = {int, bool} if policy.bool_as_int else {int}
+        if kinds <= exact_ints or len(kinds) == 1 and kinds <= _NATIVE_ALONE:
             return _NATIVE_READING
     if str not in types:
         return PLAIN_READING

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from polysql.backends.base import Backend
 
 import polysql
+from polysql.backends.base import Backend
 
 # One table, written once, loaded into both engines. Region 'east' has three rows so that
 # ORDER BY region has ties and a LIMIT can cut through them.

@@ -4,10 +4,10 @@ prediction on DuckDB (or SQLite), over the same table (see conftest.py)."""
 from __future__ import annotations
 
 import pytest
-from polysql.backends.base import Backend
-from polysql.normalizers.ordering import widen_limit
 
 import polysql
+from polysql.backends.base import Backend
+from polysql.normalizers.ordering import widen_limit
 
 
 def judge(sqlite: Backend, gold_sql: str, engine: Backend, pred_sql: str, **kwargs: object):

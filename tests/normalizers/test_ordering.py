@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from polysql.normalizers.ordering import WIDEN_EXTRA_ROWS, infer_order, widen_limit
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy, option_names
 
 from polysql import Result, compare
 from polysql.errors import ComparisonError
+from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy, option_names
 
 
 def test_unknown_option_names_the_valid_ones() -> None:

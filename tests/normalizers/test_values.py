@@ -133,3 +133,17 @@ def test_reason_names_row_column_and_both_values() -> None:
     pred = Result(["id", "total"], [(1, 10.0), (2, 11.0), (3, 12.49)])
     verdict = compare(gold, pred, gold_sql="SELECT id, total FROM t ORDER BY id")
     assert verdict.reason == "row 3 differs at column 'total': gold 12.5, predicted 12.49"
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    ([(-1, "a")], [(-2, "a")]),  # hash(-1) == hash(-2) in Python
+    ([(0.5,), (1,)], [(2**60,), (1,)]),  # hash(0.5) == hash(2**60)
+    ([(-1,), ("x",)], [(-2,), ("x",)]),
+])
+def test_python_hash_collisions_never_make_rows_equal(gold: list[tuple[Any, ...]],
+                                                      pred: list[tuple[Any, ...]]) -> None:
+    assert hash(gold[0][0]) == hash(pred[0][0])  # the premise: these values collide
+    columns = [f"c{j}" for j in range(len(gold[0]))]
+    verdict = compare(Result(columns, gold), Result(columns, pred))
+    assert not verdict.match
+    assert "missing from prediction" in verdict.reason

@@ -49,6 +49,12 @@ def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def grant_pattern(database: str) -> str:
+    """``database`` as a GRANT names it: database-level grants read ``_`` and ``%`` as wildcards,
+    so ``polysql_a_b`` unescaped would also grant ``polysqlXaYb``."""
+    return re.sub(r"([\\_%])", r"\\\1", database)
+
+
 def reader_name(database: str) -> str:
     digest = hashlib.sha256(database.encode("utf-8")).hexdigest()[:_READER_HASH_DIGITS]
     return READER_PREFIX + digest
@@ -134,7 +140,7 @@ def ensure_reader(conn: pymysql.connections.Connection, database: str, user: str
         secret = conn.escape(password)
         cur.execute(f"CREATE USER IF NOT EXISTS {who} IDENTIFIED BY {secret}")
         cur.execute(f"ALTER USER {who} IDENTIFIED BY {secret}")
-        cur.execute(f"GRANT SELECT ON {quote_ident(database)}.* TO {who}")
+        cur.execute(f"GRANT SELECT ON {quote_ident(grant_pattern(database))}.* TO {who}")
 
 
 def drop_reader(conn: pymysql.connections.Connection, user: str, host: str) -> None:

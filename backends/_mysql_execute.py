@@ -16,6 +16,7 @@ Three barriers, each enough on its own for what it covers:
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -55,6 +56,10 @@ DECODERS: dict[Any, Callable[..., Any]] = {
     FIELD_TYPE.TIME: _text,
     FIELD_TYPE.BIT: _bit,
 }
+
+
+# Queries that leave state in the session after they end: named locks and user variables.
+_SESSION_STATE = re.compile(r"get_lock|:=", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,9 +202,11 @@ def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: fl
             watch.stop()
     elapsed = time.perf_counter() - started
     truncated = len(rows) > max_rows
-    # A statement that returned no result set (SET, DO, ...) may have changed the session; rows
-    # left unread would have to be drained: in both cases a fresh connection is cheaper.
-    reusable = description is not None and not truncated and _finish(conn, cursor)
+    # A statement that returned no result set (SET, DO, ...) may have changed the session, and
+    # so may a query taking a named lock or assigning a user variable (both outlive the
+    # statement); rows left unread would have to be drained: a fresh connection is cheaper.
+    reusable = (description is not None and not truncated
+                and _SESSION_STATE.search(sql) is None and _finish(conn, cursor))
     if (watch is not None and watch.fired.is_set()) or elapsed > timeout:
         # Some statements end "normally" when interrupted (SLEEP returns 1 on MySQL): a result
         # that arrived only after the deadline is still a timeout.

@@ -143,7 +143,7 @@ class MySQLBackend(Backend):
                 return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
             if self._pool is not None:
                 return self._pool
-            if self._evaluation is None or self._evaluation.login is None:
+            if self._evaluation is None:
                 try:
                     conn = open_connection(self.login.without_database())
                 except EngineUnavailableError as exc:

@@ -162,7 +162,10 @@ def test_evaluation_runs_as_the_select_only_reader(backend: MySQLBackend,
         conn.close()
     privileges = [g.split(" ON ")[0].removeprefix("GRANT ") for g in grants]
     assert sorted(privileges) == ["SELECT", "USAGE"]
-    assert any(f"`{url.database}`.*" in g for g in grants if g.startswith("GRANT SELECT"))
+    # "_" is a wildcard in database-level grants, so the name is granted escaped.
+    escaped = url.database.replace("_", "\\_")
+    assert [g for g in grants if g.startswith("GRANT SELECT")] == [
+        f"GRANT SELECT ON `{escaped}`.* TO `{backend.evaluation_user}`@`%`"]
 
 
 def test_reader_sees_only_its_database(backend: MySQLBackend,
@@ -312,6 +315,23 @@ def test_dead_connection_is_unavailable_then_reconnects(backend: MySQLBackend,
     broken = backend.execute("SELECT 2")
     assert broken.error is not None and broken.error.kind == "unavailable", broken
     assert backend.execute("SELECT 3").rows == [(3,)]
+
+
+def test_session_state_does_not_outlive_the_statement(evaluation: tuple[URL, URL]) -> None:
+    url, server = evaluation
+    lock = fx.unique("lock")
+    with connect(url, pool_size=1) as backend:
+        assert backend.execute(f"SELECT GET_LOCK('{lock}', 0)").rows == [(1,)]
+        assert backend.execute("SELECT @polysql_v := 5").rows == [(5,)]
+        # One pooled connection: had it been reused, the variable would still be set.
+        assert backend.execute("SELECT @polysql_v").rows == [(None,)]
+        conn = fx.admin_connection(server)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT IS_FREE_LOCK(%s)", (lock,))
+                assert cur.fetchone()[0] == 1
+        finally:
+            conn.close()
 
 
 # -- timeouts --------------------------------------------------------------------------------

@@ -70,7 +70,8 @@ def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_row
         timer.start()
         columns, types, rows = (_fetch_query(conn, sql, max_rows) if is_query(sql)
                                 else _fetch_other(conn, sql, max_rows))
-    except (psycopg.Error, MemoryError) as exc:
+    except (psycopg.Error, MemoryError, ValueError, OverflowError) as exc:
+        # ValueError/OverflowError: a value the driver cannot turn into a Python object
         kind, sqlstate = classify(exc)
         message = _message(exc)
         if kind == "timeout" or cancelled.is_set():

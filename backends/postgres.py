@@ -35,7 +35,7 @@ from polysql.backends._postgres_exec import run_statement
 from polysql.backends._postgres_meta import DEFAULT_READER, reader_credentials
 from polysql.backends._postgres_types import MAX_IDENTIFIER_BYTES
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
-from polysql.errors import ConfigError, EngineError
+from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.guard import screen
 from polysql.model import Result
 from polysql.registry import parse_url
@@ -148,7 +148,12 @@ class PostgresBackend(Backend):
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self.login)
         if self.read_only:
-            _check_not_privileged(conn)
+            try:
+                _check_not_privileged(conn)
+            except psycopg.Error as exc:
+                conn.close()
+                raise EngineUnavailableError(
+                    f"PostgreSQL connection as {describe(self.login)} failed at once: {exc}") from exc
         if self._version is None:
             self._version = format_version(conn.info.server_version)
         return conn

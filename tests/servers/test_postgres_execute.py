@@ -256,6 +256,12 @@ def test_error_kinds_carry_sqlstate(backend, sql, kind, sqlstate) -> None:
     assert result.rows == [] and result.columns == []
 
 
+def test_values_python_cannot_hold_are_a_runtime_error_not_an_exception(backend) -> None:
+    result = backend.execute("SELECT 'infinity'::date")
+    assert result.error is not None and result.error.kind == "runtime"
+    assert backend.execute("SELECT 1").ok
+
+
 def test_guard_refusals_are_forbidden_with_a_reason(backend) -> None:
     result = backend.execute('DELETE FROM "Customer"')
     assert result.error is not None and result.error.kind == "forbidden"

@@ -83,7 +83,6 @@ class ColumnStats:
     datetimes: int = 0  # texts that are valid ISO date-times YYYY-MM-DD[ T]HH:MM[:SS[.f]]
     int_digits: int = 0  # most digits before the decimal point among numbers
     frac_digits: int = 0  # most significant fractional digits among numbers (as SQLite prints them)
-    exponent_texts: tuple[str, ...] = ()  # reals SQLite prints in scientific notation
 
     @property
     def non_null(self) -> int:
@@ -110,7 +109,7 @@ def _lazy(*conditions: str) -> str:
 
 def _scan_expressions(col: str, family: str | None) -> list[str]:
     """Aggregate SQL for one column: integers, reals, texts, blobs, bool-like, dates, datetimes,
-    largest number, smallest number, most fractional digits, numbers in scientific notation.
+    largest and smallest number (as SQLite prints them), most fractional digits.
 
     Measures the declared family can never use are a constant, so a large TEXT column is not run
     through date parsing and a DATE column is not measured for digits.
@@ -130,7 +129,12 @@ def _scan_expressions(col: str, family: str | None) -> list[str]:
         f"AND NOT substr({col}, 21) GLOB '*[^0-9]*')))",
         *valid_day)
     is_number = f"typeof({col}) IN ('integer', 'real')"
-    plain_real = _lazy(f"typeof({col}) = 'real'", f"instr({as_text}, 'e') = 0")
+    # Fractional digits of a real as SQLite prints it (15 significant digits, so binary noise
+    # such as 0.30000000000000004 does not count): '12.50' -> 1, '1.5e-07' -> 8, '1.0e+20' -> 0.
+    point, exp = f"instr({as_text}, '.')", f"instr({as_text}, 'e')"
+    frac = (f"CASE WHEN {exp} = 0 THEN length(rtrim(substr({as_text}, {point} + 1), '0')) "
+            f"ELSE max(0, length(rtrim(substr({as_text}, {point} + 1, {exp} - {point} - 1), '0')) "
+            f"- CAST(substr({as_text}, {exp} + 1) AS INTEGER)) END")
     wants_dates = family != "text"
     wants_digits = family == "decimal"
     return [
@@ -143,49 +147,38 @@ def _scan_expressions(col: str, family: str | None) -> list[str]:
         if family == "boolean" else "0",
         f"sum({is_date})" if wants_dates else "0",
         f"sum({is_datetime})" if wants_dates else "0",
-        f"max(CASE WHEN {is_number} THEN {col} END)" if wants_digits else "0",
-        f"min(CASE WHEN {is_number} THEN {col} END)" if wants_digits else "0",
-        f"max(CASE WHEN {plain_real} THEN "
-        f"length(rtrim(substr({as_text}, instr({as_text}, '.') + 1), '0')) END)"
-        if wants_digits else "0",
-        f"sum(CASE WHEN typeof({col}) = 'real' THEN instr({as_text}, 'e') > 0 ELSE 0 END)"
-        if wants_digits else "0",
+        f"CAST(max(CASE WHEN {is_number} THEN {col} END) AS TEXT)" if wants_digits else "NULL",
+        f"CAST(min(CASE WHEN {is_number} THEN {col} END) AS TEXT)" if wants_digits else "NULL",
+        f"max(CASE WHEN typeof({col}) = 'real' THEN {frac} END)" if wants_digits else "0",
     ]
 
 
-def _digits(number: int | float | None) -> int:
-    """Digits before the decimal point of ``number``'s magnitude."""
-    return 0 if number is None else len(str(int(abs(number))).lstrip("0"))
+def _digits(printed: str | None) -> int:
+    """Digits before the decimal point of a number as SQLite prints it ('100.0' -> 3)."""
+    if printed is None:
+        return 0
+    number = Decimal(printed)
+    return 0 if number == 0 else max(0, number.adjusted() + 1)
 
 
 def scan_table(conn: sqlite3.Connection, table: str,
                columns: list[tuple[str, str]]) -> tuple[int, list[ColumnStats]]:
     """Row count and per-column stats of ``table`` (``columns``: name, declared type) in one
-    pass, plus a second look at the rare numbers SQLite prints in scientific notation."""
+    pass."""
     per_column = [_scan_expressions(quote_ident(name), parse_declared(declared).family)
                   for name, declared in columns]
     select = ", ".join(["count(*)"] + [expr for exprs in per_column for expr in exprs])
     row = conn.execute(f"SELECT {select} FROM {quote_ident(table)}").fetchone()
     width = len(per_column[0]) if per_column else 0
     stats = []
-    for index, (name, _) in enumerate(columns):
-        (integers, reals, texts, blobs, bool_like, dates, datetimes, largest, smallest, frac,
-         exponents) = row[1 + index * width: 1 + (index + 1) * width]
+    for index in range(len(columns)):
+        (integers, reals, texts, blobs, bool_like, dates, datetimes, largest, smallest,
+         frac) = row[1 + index * width: 1 + (index + 1) * width]
         stats.append(ColumnStats(
             integers=integers or 0, reals=reals or 0, texts=texts or 0, blobs=blobs or 0,
             bool_like=bool_like or 0, dates=dates or 0, datetimes=datetimes or 0,
-            int_digits=max(_digits(largest), _digits(smallest)), frac_digits=frac or 0,
-            exponent_texts=_exponent_texts(conn, table, name) if exponents else ()))
+            int_digits=max(_digits(largest), _digits(smallest)), frac_digits=frac or 0))
     return int(row[0]), stats
-
-
-def _exponent_texts(conn: sqlite3.Connection, table: str, column: str) -> tuple[str, ...]:
-    col = quote_ident(column)
-    rows = conn.execute(
-        f"SELECT DISTINCT CAST({col} AS TEXT) FROM {quote_ident(table)} "
-        f"WHERE typeof({col}) = 'real' AND instr(CAST({col} AS TEXT), 'e') > 0 LIMIT 1000"
-    ).fetchall()
-    return tuple(r[0] for r in rows)
 
 
 # -- decision --------------------------------------------------------------------------------
@@ -194,19 +187,6 @@ def _exponent_texts(conn: sqlite3.Connection, table: str, column: str) -> tuple[
 class Decision:
     type: ColumnType
     coercions: list[Coercion]
-
-
-def _numeric_extent(stats: ColumnStats) -> tuple[int, int]:
-    """(integer digits, fractional digits) needed to hold every stored number exactly as SQLite
-    prints it."""
-    int_digits, frac_digits = stats.int_digits, stats.frac_digits
-    for text in stats.exponent_texts:
-        exponent_form = Decimal(text).normalize()
-        sign, digits, exponent = exponent_form.as_tuple()
-        assert isinstance(exponent, int)
-        frac_digits = max(frac_digits, -exponent)
-        int_digits = max(int_digits, len(digits) + exponent)
-    return int_digits, frac_digits
 
 
 class _Resolver:
@@ -276,7 +256,7 @@ class _Resolver:
         return None
 
     def _decimal(self, declared: Declared) -> ColumnType:
-        int_digits, frac_digits = _numeric_extent(self.stats)
+        int_digits, frac_digits = self.stats.int_digits, self.stats.frac_digits
         scale = frac_digits if declared.scale is None else max(declared.scale, frac_digits)
         if declared.scale is not None and frac_digits > declared.scale:
             self.note(self.stats.reals, f"values have up to {frac_digits} fractional digits, more "

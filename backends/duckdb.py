@@ -146,7 +146,8 @@ class DuckDBBackend(Backend):
             cursor = conn.execute(sql)
             description = cursor.description or []
             rows = cursor.fetchmany(max_rows + 1) if description else []
-        except (duckdb.Error, MemoryError) as exc:
+        except (duckdb.Error, MemoryError, ValueError, OverflowError) as exc:
+            # ValueError/OverflowError: a value the Python client cannot represent.
             kind = classify(exc, interrupted=fired.is_set())
             message = str(exc)
             if kind == "timeout":

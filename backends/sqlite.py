@@ -148,7 +148,7 @@ class SQLiteBackend(Backend):
             cursor.execute(sql)
             columns = [d[0] for d in cursor.description or ()]
             rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
-        except (sqlite3.Error, MemoryError, OverflowError) as exc:
+        except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
             elapsed = time.perf_counter() - started
             kind = classify(exc, deadline_passed=time.perf_counter() > deadline)
             message = str(exc)

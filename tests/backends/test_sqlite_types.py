@@ -196,3 +196,18 @@ def test_primary_key_and_not_null_are_read(tmp_path: Path) -> None:
     assert p.primary_key == ("B", "a")
     assert [c.nullable for c in p.columns] == [False, True, True]
     assert q.foreign_keys[0].ref_table == "P" and q.foreign_keys[0].columns == ("x",)
+
+
+def test_precision_follows_what_sqlite_prints(make_source: Any) -> None:
+    # 99.99999999999999 prints as 100.0 with SQLite's 15 significant digits: three integer digits.
+    kind, _, values = resolved(make_source("NUMERIC(4,2)", [99.99999999999999, 0.1 + 0.2]))
+    assert kind == ColumnType("decimal", 5, 2)
+    assert values == [Decimal("100.00"), Decimal("0.30")]
+
+
+def test_many_scientific_notation_values(make_source: Any) -> None:
+    # SQLite prints these as 1.0e-09 ... 2.0e-06; binary noise beyond 15 digits does not count.
+    stored = [k * 1e-9 for k in range(1, 2001)]
+    kind, coercions, values = resolved(make_source("DECIMAL", stored))
+    assert kind.kind == "decimal" and kind.scale == 9 and coercions == []
+    assert values == [Decimal(k).scaleb(-9) for k in range(1, 2001)]

@@ -299,7 +299,6 @@ def test_load_needs_an_admin_connection_and_a_database(loader, fidelity_source,
 
 # -- volume ---------------------------------------------------------------------------------------
 
-@pytest.mark.slow
 def test_one_million_rows(loader, make_sqlite) -> None:
     path = make_sqlite("million", """
         CREATE TABLE facts (id INTEGER PRIMARY KEY, amount REAL, label TEXT);

@@ -28,7 +28,7 @@ from polysql.normalizers.align import (
 from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import format_row, plural, row_span
 from polysql.normalizers.hashing import HashScheme, hash_columns
-from polysql.normalizers.ordering import OrderInfo, infer_order
+from polysql.normalizers.ordering import OrderInfo, infer_order, widen_limit
 from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
 from polysql.normalizers.rows import (
     RowOutcome,
@@ -41,7 +41,7 @@ from polysql.normalizers.rows import (
 )
 from polysql.normalizers.values import PLAIN_READING, Reading, reading_for
 
-__all__ = ["compare", "resolve_policy"]
+__all__ = ["ComparePolicy", "compare", "resolve_policy", "widen_limit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,9 +265,12 @@ def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultCo
     gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)
     if gold.height == 0 and pred.height == 0:
         return RowOutcome(True, "both results are empty"), {}
-    if (widened_side is not None and pol.ties_at_limit and order.keys is not None
-            and order.info is not None and order.info.limit is not None and gold.height > 0):
-        cut = _cut_tie_group(gold_side, widened_side, order.keys)
+    info = order.info
+    # The keys come from the SQL, not from the order mode: with ordered=False the tie group cut
+    # by the LIMIT still decides which rows the gold could have returned.
+    if (widened_side is not None and pol.ties_at_limit and info is not None and info.ordered
+            and info.keys is not None and info.limit is not None and gold.height > 0):
+        cut = _cut_tie_group(gold_side, widened_side, info.keys)
         if cut is not None:
             return _compare_with_cut_ties(gold_side, pred_side, widened_side, cut, order, gold.names)
     return _compare_rows(gold_side, pred_side, order, gold.names), {}

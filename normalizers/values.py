@@ -245,12 +245,11 @@ _INTEGER_TEXT = re.compile(r"[+-]?\d+")
 
 def parse_number_text(text: str) -> int | Decimal | None:
     """The number ``text`` spells (strictly: no spaces, no 'inf'/'nan', no '_'), else None."""
-    stripped = text.strip()
-    if _INTEGER_TEXT.fullmatch(stripped):
-        return int(stripped)
-    if _NUMBER_TEXT.fullmatch(stripped):
+    if _INTEGER_TEXT.fullmatch(text):
+        return int(text)
+    if _NUMBER_TEXT.fullmatch(text):
         try:
-            return Decimal(stripped)
+            return Decimal(text)
         except InvalidOperation:  # pragma: no cover - the pattern only admits valid numbers
             return None
     return None
@@ -258,14 +257,13 @@ def parse_number_text(text: str) -> int | Decimal | None:
 
 def temporal_text_key(text: str, policy: ComparePolicy) -> str | None:
     """Canonical text of an ISO date, datetime or time spelled in ``text``, else None."""
-    stripped = text.strip()
-    m = _DATETIME_TEXT.fullmatch(stripped)
+    m = _DATETIME_TEXT.fullmatch(text)
     if m:
         day, hh, mm, ss, fraction = m.groups()
         if hh is None:
             return day
         return _datetime_text(day, hh, mm, ss or "00", fraction or "", policy)
-    m = _TIME_TEXT.fullmatch(stripped)
+    m = _TIME_TEXT.fullmatch(text)
     if m:
         hh, mm, ss, fraction = m.groups()
         return _clock_text(hh, mm, ss or "00", fraction or "")
@@ -291,7 +289,7 @@ def _text_keys_with(values: Sequence[str], policy: ComparePolicy, reading: Readi
                 trimmed[i] = key
                 continue
         if reading.booleans:
-            lowered = text.strip().lower()
+            lowered = text.lower()
             if lowered in ("true", "false"):
                 trimmed[i] = _bool_keys([lowered == "true"], policy)[0]
     if numbers:

@@ -328,3 +328,35 @@ def test_tie_at_limit_prefix_must_still_match(sqlite: Backend, duckdb: Backend) 
 def test_tie_at_limit_on_same_engine(sqlite: Backend, pred_sql: str) -> None:
     verdict, _, _ = _tie_verdict(sqlite, sqlite, pred_sql)
     assert verdict.match, verdict.reason
+
+
+def test_tie_cut_by_limit_in_bag_mode(sqlite: Backend, duckdb: Backend) -> None:
+    gold_sql = "SELECT id, region FROM sales ORDER BY region DESC LIMIT 4"  # west x2, north, 1 east
+    widened_sql = widen_limit(gold_sql, "sqlite")
+    assert widened_sql is not None
+    gold, widened = sqlite.execute(gold_sql), sqlite.execute(widened_sql)
+    # Any one 'east' row fills the last slot; the other rows may come in any order.
+    pred = duckdb.execute("SELECT id, region FROM sales WHERE region <> 'east' OR id = 6")
+    verdict = polysql.compare(gold, pred, gold_sql=gold_sql, gold_widened=widened, ordered=False)
+    assert verdict.match, verdict.reason
+    assert verdict.details["tie_at_limit"] is True
+    missing_west = duckdb.execute("SELECT id, region FROM sales WHERE region = 'east' OR id = 4")
+    verdict = polysql.compare(gold, missing_west, gold_sql=gold_sql, gold_widened=widened,
+                              ordered=False)
+    assert not verdict.match
+    assert "missing from prediction" in verdict.reason
+
+
+def test_failed_widened_gold_is_reported_and_ignored(sqlite: Backend, duckdb: Backend) -> None:
+    gold = sqlite.execute(TIE_GOLD)
+    pred = duckdb.execute("SELECT id, region FROM sales ORDER BY region, id DESC LIMIT 2")
+    broken = sqlite.execute("SELECT nope FROM sales")
+    verdict = polysql.compare(gold, pred, gold_sql=TIE_GOLD, gold_widened=broken)
+    assert not verdict.match
+    assert verdict.details["widened_gold_error"]["kind"] == "runtime"
+
+
+def test_uuid_equals_its_text(sqlite: Backend, duckdb: Backend) -> None:
+    text = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    verdict = judge(sqlite, f"SELECT '{text}' AS u", duckdb, f"SELECT '{text}'::UUID AS u")
+    assert verdict.match, verdict.reason

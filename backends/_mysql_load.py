@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
 SETTINGS_FORMAT = 1
+# The fingerprint recorded while a swap is under way; it matches no source.
+PENDING = "pending"
 STAGE_PREFIX = "polysql_stage_"
 OLD_PREFIX = "polysql_old_"
 _AUX_HASH_DIGITS = 16
@@ -161,12 +163,22 @@ def load_into_mysql(login: Login, database: str, source: Backend, settings: Load
             raise LoadError(
                 f"database {database!r} already holds tables polysql did not load; pass "
                 f"replace=True to overwrite it, or choose another database name")
-        counts, coercions = _build_and_swap(conn, database, source, settings.names, collation)
         user = record.reader_user if record else reader_name(database)
         password = record.reader_password if record else new_password()
         if record is not None and record.reader_host != settings.reader_host:
             drop_reader(conn, record.reader_user, record.reader_host)
         ensure_reader(conn, database, user, settings.reader_host, password)
+
+        def mark_pending() -> None:
+            # Written just before the swap: if we stop between the swap and the final record,
+            # the next load finds a fingerprint that matches nothing and reloads -- and knows
+            # the database as polysql's own, with its reader.
+            pending = LoadRecord(database, PENDING, recorded_settings, {}, user,
+                                 settings.reader_host, password)
+            write_record(conn, pending, engine_version)
+
+        counts, coercions = _build_and_swap(conn, database, source, settings.names, collation,
+                                            before_swap=mark_pending)
         report = LoadReport(source=origin, target=f"{login.host}:{login.port}/{database}",
                             fingerprint=fingerprint, tables=counts, coercions=coercions,
                             elapsed=time.perf_counter() - started)
@@ -183,7 +195,8 @@ def _report_dict(report: LoadReport) -> dict[str, Any]:
 
 
 def _build_and_swap(conn: pymysql.connections.Connection, database: str, source: Backend,
-                    names: NameMode, collation: str) -> tuple[dict[str, int], list[Coercion]]:
+                    names: NameMode, collation: str, *, before_swap: Callable[[], None],
+                    ) -> tuple[dict[str, int], list[Coercion]]:
     stage = auxiliary_name(STAGE_PREFIX, database)
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(stage)}")  # a crashed load's leftovers
@@ -200,6 +213,7 @@ def _build_and_swap(conn: pymysql.connections.Connection, database: str, source:
                 raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
                                 f"{exc}") from exc
         coercions.extend(add_foreign_keys(conn, stage, plans))
+        before_swap()
         _swap(conn, database, stage, [p.name for p in plans], collation)
     finally:
         with conn.cursor() as cur:

@@ -67,10 +67,11 @@ def build_sqlite(path: Path, script: str) -> Path:
     return path
 
 
-def checksum(url: URL, database: str) -> dict[str, Any]:
+def checksum(url: URL, database: str, reader: str | None = None) -> dict[str, Any]:
     """Everything a hostile statement could change, seen from a separate administrator
     connection: per table its row count and CHECKSUM TABLE EXTENDED (a row-for-row checksum),
-    the table definitions, and the accounts on the server."""
+    the table definitions, the reader's grants and a few global settings. (Not the account list:
+    other test runs may add and drop their own readers meanwhile.)"""
     conn = admin_connection(url)
     try:
         with conn.cursor() as cur:
@@ -87,8 +88,9 @@ def checksum(url: URL, database: str) -> dict[str, Any]:
                 cur.execute(f"SHOW CREATE TABLE {ref}")
                 definition = cur.fetchone()[1]
                 state[table] = (count, digest, definition)
-            cur.execute("SELECT User, Host FROM mysql.user ORDER BY User, Host")
-            state["<accounts>"] = cur.fetchall()
+            if reader is not None:
+                cur.execute("SHOW GRANTS FOR %s@'%%'", (reader,))
+                state["<grants>"] = sorted(r[0] for r in cur.fetchall())
             cur.execute("SELECT @@GLOBAL.max_connections, @@GLOBAL.sql_mode, @@GLOBAL.read_only")
             state["<globals>"] = cur.fetchone()
         return state

@@ -366,6 +366,27 @@ def test_failed_reload_leaves_the_old_database_intact(loader: fx.Loader, make_sq
     assert admin_rows(url, "SELECT count(*) FROM parent") == [(3,)]
 
 
+def test_load_interrupted_after_the_swap_is_redone(loader: fx.Loader, make_sqlite: Any,
+                                                   admin_url: URL) -> None:
+    """A crash between the swap and the final record leaves the "pending" mark written just
+    before the swap: the next load must reload (not skip, not refuse as foreign)."""
+    from polysql.backends._mysql_load import PENDING
+
+    source = make_sqlite("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+    url, first = loader(source)
+    conn = fx.admin_connection(admin_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("UPDATE polysql_meta.loads SET fingerprint = %s WHERE db_name = %s",
+                        (PENDING, url.database))
+    finally:
+        conn.close()
+    _, again = loader(source, database=url.database)
+    assert not again.skipped and again.fingerprint == first.fingerprint
+    _, third = loader(source, database=url.database)
+    assert third.skipped
+
+
 def test_foreign_database_is_not_overwritten_without_replace(loader: fx.Loader,
                                                              make_sqlite: Any,
                                                              admin_url: URL) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pymysql
 
+from polysql.backends._mysql_access import quote_ident
 from polysql.backends._mysql_types import logical_type
 from polysql.schema import Column, ForeignKey, Table
 
@@ -48,4 +49,12 @@ def introspect(conn: pymysql.connections.Connection, database: str) -> list[Tabl
     for (table, _), (cols, ref_table, refs) in foreign.items():
         fks.setdefault(table, []).append(ForeignKey(tuple(cols), ref_table, tuple(refs)))
     return [Table(name, columns.get(name, []), primary_key=tuple(primary.get(name, ())),
-                  foreign_keys=fks.get(name, [])) for name in names]
+                  foreign_keys=fks.get(name, []), row_count=_count(conn, database, name))
+            for name in names]
+
+
+def _count(conn: pymysql.connections.Connection, database: str, table: str) -> int:
+    # Exact, unlike information_schema.TABLES.TABLE_ROWS, which InnoDB only estimates.
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT count(*) FROM {quote_ident(database)}.{quote_ident(table)}")
+        return int(cur.fetchone()[0])

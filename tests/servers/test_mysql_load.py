@@ -187,6 +187,8 @@ def test_keys_are_carried_and_enforced(loader: fx.Loader, make_sqlite: Any) -> N
     with connect(url) as backend:
         schema = {t.name: t for t in backend.tables()}
     assert schema["parent"].primary_key == ("code",)
+    assert {name: t.row_count for name, t in schema.items()} == {"parent": 2, "child": 3,
+                                                                 "pair": 2}
     assert schema["pair"].primary_key == ("a", "b")
     assert [(fk.columns, fk.ref_table, fk.ref_columns) for fk in schema["child"].foreign_keys] \
         == [(("parent_code",), "parent", ("code",))]

@@ -109,12 +109,12 @@ class MySQLBackend(Backend):
                               f"{', '.join(sorted(options))}; supported: {', '.join(_OPTIONS)}")
         if backstop_grace <= 0:
             raise ConfigError(f"backstop_grace must be positive seconds, got {backstop_grace}")
+        if pool_size < 1:
+            raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
         parsed = parse_url(url)
         backend = cls(parsed, login_from_url(parsed), read_only=read_only, pool_size=pool_size,
                       screen_sql=screen, collation=collation, reader_host=reader_host,
                       backstop_grace=backstop_grace)
-        if pool_size < 1:
-            raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
         backend._probe()
         if read_only and backend.login.database and backend._evaluation is not None \
                 and backend._evaluation.login is None:
@@ -136,13 +136,14 @@ class MySQLBackend(Backend):
         finally:
             conn.close()
 
-    def _evaluation_pool(self) -> ConnectionPool | Result:
-        """The pool evaluated SQL runs on, or a failed Result saying why there is none."""
+    def _evaluation_pool(self) -> tuple[ConnectionPool, Backstop] | Result:
+        """The pool evaluated SQL runs on and its backstop, or a failed Result saying why there
+        is none."""
         with self._lock:
             if self._closed:
                 return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
-            if self._pool is not None:
-                return self._pool
+            if self._pool is not None and self._backstop is not None:
+                return self._pool, self._backstop
             if self._evaluation is None:
                 try:
                     conn = open_connection(self.login.without_database())
@@ -158,7 +159,7 @@ class MySQLBackend(Backend):
                                      engine=self.name)
             self._pool = ConnectionPool(login, self.pool_size, conv=DECODERS)
             self._backstop = Backstop(login, self.backstop_grace)
-            return self._pool
+            return self._pool, self._backstop
 
     @property
     def evaluation_user(self) -> str | None:
@@ -180,18 +181,22 @@ class MySQLBackend(Backend):
             if reason is not None:
                 return Result.failed("forbidden", reason, elapsed=time.perf_counter() - started,
                                      engine=self.name)
-        pool = self._evaluation_pool()
-        if isinstance(pool, Result):
-            return pool
-        backstop = self._backstop
-        assert backstop is not None  # created together with the pool
+        evaluation = self._evaluation_pool()
+        if isinstance(evaluation, Result):
+            return evaluation
+        pool, backstop = evaluation
         try:
             conn = pool.acquire(wait=timeout + 3 * self.backstop_grace + 10)
         except EngineUnavailableError as exc:
             return Result.failed("unavailable", str(exc), elapsed=time.perf_counter() - started,
                                  engine=self.name)
-        outcome = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
-                                flavor=self.flavor, backstop=backstop, engine=self.name)
+        try:
+            outcome = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
+                                    flavor=self.flavor, backstop=backstop, engine=self.name)
+        except Exception as exc:  # execute never raises: e.g. a value the driver cannot decode
+            pool.discard(conn)
+            return Result.failed("runtime", f"{type(exc).__name__}: {exc}",
+                                 elapsed=time.perf_counter() - started, engine=self.name)
         if outcome.reusable:
             pool.release(conn)
         else:
@@ -230,11 +235,11 @@ class MySQLBackend(Backend):
         database = self._require_database("introspect")
         login = self.login
         if self.read_only:
-            pool = self._evaluation_pool()
-            if isinstance(pool, Result):
+            evaluation = self._evaluation_pool()
+            if isinstance(evaluation, Result):
                 raise EngineError(f"cannot read the schema of {database!r}: "
-                                  f"{pool.error.message if pool.error else ''}")
-            login = pool.login
+                                  f"{evaluation.error.message if evaluation.error else ''}")
+            login = evaluation[0].login
         conn = open_connection(login, conv=DECODERS)
         try:
             return introspect(conn, database)

@@ -22,6 +22,7 @@ from polysql.errors import LoadError
 from polysql.schema import Coercion, LoadReport
 
 SIDECAR_SUFFIX = ".polysql.json"
+# Bump when what a load produces changes (type rules, mapping): older copies are then reloaded.
 SIDECAR_FORMAT = 1
 
 
@@ -48,7 +49,8 @@ def read_sidecar(target: Path) -> dict[str, Any] | None:
 def skipped_report(target: Path, source: str, fingerprint: str) -> LoadReport | None:
     """A ``skipped`` report when ``target`` already holds the source with ``fingerprint``."""
     data = read_sidecar(target)
-    if data is None or data.get("fingerprint") != fingerprint or not target.is_file():
+    if (data is None or data.get("fingerprint") != fingerprint
+            or data.get("format") != SIDECAR_FORMAT or not target.is_file()):
         return None
     coercions = [Coercion(**c) for c in data.get("coercions", []) if isinstance(c, dict)]
     return LoadReport(source=source, target=str(data.get("target", target)),
@@ -72,9 +74,14 @@ def write_sidecar(target: Path, report: LoadReport, engine: str, engine_version:
     }
     path = sidecar_path(target)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-
+    try:
+        temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise LoadError(f"loaded {str(target)!r} but cannot record it in {str(path)!r}: {exc}; "
+                        f"the next load will rebuild it") from exc
 
 
 @contextmanager

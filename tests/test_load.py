@@ -187,3 +187,12 @@ def test_views_are_translated_into_duckdb_or_reported(source: Path, tmp_path: Pa
     assert _duckdb_rows(target, "SELECT all_names FROM names") == [("ink",)]
     (failed,) = [c for c in report.coercions if c.table == "broken"]
     assert "view not created" in failed.message
+
+
+def test_copy_made_under_other_loading_rules_is_rebuilt(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "copy.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    sidecar = tmp_path / "copy.duckdb.polysql.json"
+    recorded = json.loads(sidecar.read_text())
+    sidecar.write_text(json.dumps({**recorded, "format": recorded["format"] - 1}))
+    assert not polysql.load(f"sqlite:///{source}", f"duckdb:///{target}").skipped

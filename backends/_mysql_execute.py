@@ -125,7 +125,12 @@ class Backstop:
 
 
 class Watch:
-    """One statement's backstop timer."""
+    """One statement's backstop timer.
+
+    ``stop`` and the decision to fire are taken under one lock, so once ``stop`` has returned
+    either ``fired`` is set (and the caller must not reuse the connection, since a KILL may still
+    be on its way) or the watch will never fire.
+    """
 
     def __init__(self, backstop: Backstop, conn: pymysql.connections.Connection,
                  timeout: float) -> None:
@@ -135,6 +140,7 @@ class Watch:
         self.timeout = timeout
         self.fired = threading.Event()
         self.done = threading.Event()
+        self._decision = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"polysql-mysql-backstop-{self.thread_id}")
 
@@ -142,12 +148,16 @@ class Watch:
         self._thread.start()
 
     def stop(self) -> None:
-        self.done.set()
+        with self._decision:
+            self.done.set()
 
     def _run(self) -> None:
         if self.done.wait(self.timeout + self.backstop.grace):
             return
-        self.fired.set()
+        with self._decision:
+            if self.done.is_set():
+                return
+            self.fired.set()
         self.backstop.kill("QUERY", self.thread_id)
         if self.done.wait(self.backstop.grace):
             return
@@ -205,9 +215,10 @@ def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: fl
     # A statement that returned no result set (SET, DO, ...) may have changed the session, and
     # so may a query taking a named lock or assigning a user variable (both outlive the
     # statement); rows left unread would have to be drained: a fresh connection is cheaper.
-    reusable = (description is not None and not truncated
+    fired = watch is not None and watch.fired.is_set()
+    reusable = (description is not None and not truncated and not fired
                 and _SESSION_STATE.search(sql) is None and _finish(conn, cursor))
-    if (watch is not None and watch.fired.is_set()) or elapsed > timeout:
+    if fired or elapsed > timeout:
         # Some statements end "normally" when interrupted (SLEEP returns 1 on MySQL): a result
         # that arrived only after the deadline is still a timeout.
         return Outcome(Result.failed("timeout", f"statement exceeded the {timeout:g}s timeout",
@@ -231,6 +242,11 @@ def _failure(conn: pymysql.connections.Connection, exc: pymysql.Error, started: 
     elapsed = time.perf_counter() - started
     code = error_code(exc)
     fired = watch is not None and watch.fired.is_set()
+    if isinstance(exc, pymysql.err.InterfaceError):
+        # PyMySQL's own complaint about a connection it considers closed (code 0).
+        return Outcome(Result.failed("timeout" if fired else "unavailable",
+                                     f"connection lost: {exc}", elapsed=elapsed, engine=engine),
+                       False)
     kind = classify(code, deadline_passed=fired or elapsed > timeout)
     message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
     if kind == "timeout":

@@ -231,6 +231,34 @@ def test_violated_keys_are_dropped_with_a_reason_and_rows_kept(loader: fx.Loader
     assert schema["people"].primary_key == () and schema["visits"].foreign_keys == []
 
 
+UNUSUAL_KEYS = """
+CREATE TABLE notes (body TEXT PRIMARY KEY, n INTEGER);
+INSERT INTO notes VALUES (printf('%.800c', 'x'), 1), ('short', 2);
+CREATE TABLE parent (id INTEGER PRIMARY KEY, code TEXT UNIQUE);
+INSERT INTO parent VALUES (1, 'A1'), (2, 'B2');
+CREATE TABLE child (id INTEGER PRIMARY KEY, code TEXT REFERENCES parent(code),
+                    parent_id TEXT REFERENCES parent(id));
+INSERT INTO child VALUES (1, 'A1', '1'), (2, NULL, '2');
+"""
+
+
+def test_unusual_keys(loader: fx.Loader, make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(UNUSUAL_KEYS))
+    assert report.tables == {"notes": 2, "parent": 2, "child": 2}
+    by_column = {(c.table, c.column): c.message for c in report.coercions}
+    # 800 characters are more than an index key holds: the column stays TEXT, unkeyed.
+    assert "longer than a MySQL index key allows" in by_column[("notes", "body")]
+    assert column_types(url, "notes")["body"] == "text"
+    assert admin_rows(url, "SELECT CHAR_LENGTH(body) FROM notes ORDER BY n") == [(800,), (5,)]
+    # A key on a non-key parent column gets the index InnoDB needs; mismatched types are skipped.
+    assert "InnoDB requires matching types" in by_column[("child", "parent_id")]
+    assert set(by_column) == {("notes", "body"), ("child", "parent_id")}
+    with connect(url) as backend:
+        child = {t.name: t for t in backend.tables()}["child"]
+    assert [(fk.columns, fk.ref_table, fk.ref_columns) for fk in child.foreign_keys] == [
+        (("code",), "parent", ("code",))]
+
+
 def test_binary_collation_keeps_case_distinct_keys(loader: fx.Loader, make_sqlite: Any) -> None:
     script = ("CREATE TABLE people (name TEXT PRIMARY KEY, city TEXT);"
               "INSERT INTO people VALUES ('anna', 'x'), ('Anna', 'y'), ('Ánna', 'z');")

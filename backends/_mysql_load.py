@@ -142,7 +142,8 @@ def _skipped(record: LoadRecord, origin: str) -> LoadReport:
 
 
 def load_into_mysql(login: Login, database: str, source: Backend, settings: LoadSettings, *,
-                    fingerprint: str | None, replace: bool, engine_version: str) -> LoadReport:
+                    fingerprint: str | None, replace: bool, engine_version: str,
+                    target_name: str) -> LoadReport:
     started = time.perf_counter()
     fingerprint = fingerprint or source.fingerprint()
     origin = source_name(source)
@@ -179,7 +180,7 @@ def load_into_mysql(login: Login, database: str, source: Backend, settings: Load
 
         counts, coercions = _build_and_swap(conn, database, source, settings.names, collation,
                                             before_swap=mark_pending)
-        report = LoadReport(source=origin, target=f"{login.host}:{login.port}/{database}",
+        report = LoadReport(source=origin, target=target_name,
                             fingerprint=fingerprint, tables=counts, coercions=coercions,
                             elapsed=time.perf_counter() - started)
         write_record(conn, LoadRecord(database, fingerprint, recorded_settings,

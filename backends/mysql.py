@@ -259,7 +259,8 @@ class MySQLBackend(Backend):
         try:
             return load_into_mysql(self.login, database, source, settings,
                                    fingerprint=fingerprint, replace=replace,
-                                   engine_version=self.version())
+                                   engine_version=self.version(),
+                                   target_name=self.url.render_as_string(hide_password=True))
         finally:
             self._reset_evaluation()
 

@@ -117,6 +117,22 @@ def test_values_round_trip_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
     assert types["big"].startswith("bigint")
 
 
+def test_awkward_text_survives(loader: fx.Loader, make_sqlite: Any, tmp_path: Path) -> None:
+    awkward = ["a\x00b", "line\nbreak\r\n", "tab\there", "ctrl-z \x1a", "back\\slash \\n",
+               "quote ' and \" and `", "%s %(x)s {}", "  ", "\u00e9\u0301 \U0001f600 \u202e"]
+    path = tmp_path / "awkward.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, k TEXT)")
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?)",
+                     [(i, value, f"{i}:{value}") for i, value in enumerate(awkward)])
+    conn.execute("CREATE TABLE u (k TEXT REFERENCES t(k))")
+    conn.commit()
+    conn.close()
+    url, report = loader(path)
+    assert report.coercions == []
+    assert admin_rows(url, "SELECT s FROM t ORDER BY id") == [(v,) for v in awkward]
+
+
 def test_evaluation_reads_what_was_loaded(loader: fx.Loader, make_sqlite: Any) -> None:
     url, _ = loader(make_sqlite(FIDELITY))
     with connect(url) as backend:

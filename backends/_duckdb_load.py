@@ -9,7 +9,8 @@ keys.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
@@ -142,6 +143,23 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
     return counts, source_coercions(source) + notes
 
 
+def _refuse_if_open_here(path: Path, config: dict[str, Any]) -> None:
+    """DuckDB shares one database instance per file within a process: a connection opened after
+    the file is replaced would still see the old data while an older connection lives. Opening
+    the file for writing fails exactly when such a connection exists, so try it first."""
+    if not path.exists():
+        return
+    try:
+        duckdb.connect(str(path), config=dict(config)).close()
+    except duckdb.ConnectionException as exc:
+        if "different configuration" in str(exc):
+            raise LoadError(
+                f"{str(path)!r} is open in this process; close its connections before reloading "
+                f"it (DuckDB would keep serving the old data to new connections)") from exc
+    except duckdb.Error:
+        pass  # another process's lock or an unreadable old file: replacing it is still safe
+
+
 def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str | None,
                      replace: bool) -> LoadReport:
     """The DuckDB side of ``polysql.load``; the caller holds ``target``'s lock."""
@@ -157,6 +175,7 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
             return LoadReport(origin, source_name(target), fingerprint, tables=counts,
                               coercions=coercions)
         target._release()  # nothing may hold the old file while it is replaced
+        _refuse_if_open_here(path, target._config)
         with atomic_build(path, _COMPANIONS) as temporary:
             conn = duckdb.connect(str(temporary), config=dict(target._config))
             try:

@@ -70,9 +70,9 @@ class DuckDBBackend(Backend):
                 f"DuckDB database file {str(path)!r} does not exist (resolved from the URL path; "
                 f"use duckdb:///relative/path or duckdb:////absolute/path)")
         backend = cls(parsed, read_only=read_only, config={**SAFE_CONFIG, **options})
-        # Open now so a bad file fails here -- except a load target that does not exist yet:
-        # the load creates it, and an empty database must not appear before it does.
-        if read_only or path is None or path.exists():
+        # Evaluation connections open now, so a bad file fails here. A writable file connection
+        # opens on first use: a load replaces the file without opening the old one.
+        if read_only or path is None:
             backend._connection()
         return backend
 

@@ -196,3 +196,16 @@ def test_copy_made_under_other_loading_rules_is_rebuilt(source: Path, tmp_path: 
     recorded = json.loads(sidecar.read_text())
     sidecar.write_text(json.dumps({**recorded, "format": recorded["format"] - 1}))
     assert not polysql.load(f"sqlite:///{source}", f"duckdb:///{target}").skipped
+
+
+def test_reloading_a_duckdb_file_open_in_this_process_is_refused(source: Path,
+                                                                 tmp_path: Path) -> None:
+    target = tmp_path / "copy.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    with sqlite3.connect(source) as conn:
+        conn.execute("INSERT INTO notes VALUES ('changed')")
+    with polysql.connect(f"duckdb:///{target}") as evaluation:
+        with pytest.raises(LoadError, match="open in this process"):
+            polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+        assert evaluation.execute("SELECT count(*) FROM notes").rows == [(1,)]
+    assert polysql.load(f"sqlite:///{source}", f"duckdb:///{target}").tables["notes"] == 2

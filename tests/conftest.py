@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -130,7 +130,7 @@ def required_engines() -> set[str]:
     return {name.strip() for name in os.environ.get("POLYSQL_REQUIRE", "").split(",") if name.strip()}
 
 
-def unavailable(name: str, reason: str) -> None:
+def unavailable(name: str, reason: str) -> NoReturn:
     """Skip (or, for a required engine, fail) because engine ``name`` cannot be used."""
     if name in required_engines():
         pytest.fail(f"engine {name!r} is required by POLYSQL_REQUIRE but unavailable: {reason}",
@@ -145,15 +145,22 @@ def _engine_params() -> list[Any]:
 @pytest.fixture(scope="session")
 def loaded_copies(fixture_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
     """``url_of(engine)``: the URL of that engine's copy of the fixture database, loaded once per
-    session (tests that parametrize ``backend`` indirectly reuse it)."""
-    urls: dict[str, str] = {}
+    session (tests that parametrize ``backend`` indirectly reuse it). An engine found unavailable
+    is not tried again, so an unreachable server costs one connection timeout, not one per test."""
+    urls: dict[str, str | EngineUnavailableError] = {}
 
     def url_of(name: str) -> str:
         if name not in urls:
-            url = ENGINES[name].copy_url(tmp_path_factory.mktemp(name))
-            polysql.load(f"sqlite:///{fixture_db}", url)
-            urls[name] = url
-        return urls[name]
+            try:
+                url = ENGINES[name].copy_url(tmp_path_factory.mktemp(name))
+                polysql.load(f"sqlite:///{fixture_db}", url)
+                urls[name] = url
+            except EngineUnavailableError as exc:
+                urls[name] = exc
+        known = urls[name]
+        if isinstance(known, EngineUnavailableError):
+            raise known
+        return known
 
     return url_of
 

@@ -8,6 +8,7 @@ import datetime as dt
 import importlib.util
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -374,6 +375,40 @@ def test_changed_source_replaces_the_database(loader: fx.Loader, make_sqlite: An
 
     ours = {auxiliary_name(STAGE_PREFIX, url.database), auxiliary_name(OLD_PREFIX, url.database)}
     assert ours.isdisjoint(r[0] for r in leftovers)
+
+
+def test_readers_never_see_a_half_swapped_database(loader: fx.Loader, make_sqlite: Any) -> None:
+    source = make_sqlite("CREATE TABLE a (x INTEGER); CREATE TABLE b (x INTEGER);"
+                         "INSERT INTO a VALUES (1); INSERT INTO b VALUES (1);")
+    url, _ = loader(source)
+    seen: list[object] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        with connect(url) as backend:
+            while not stop.is_set():
+                result = backend.execute("SELECT (SELECT sum(x) FROM a), (SELECT sum(x) FROM b)")
+                seen.append(result.rows[0] if result.ok else result.error)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for generation in range(2, 6):
+            conn = sqlite3.connect(source)
+            conn.execute("UPDATE a SET x = ?", (generation,))
+            conn.execute("UPDATE b SET x = ?", (generation,))
+            conn.commit()
+            conn.close()
+            _, report = loader(source, database=url.database)
+            assert not report.skipped
+    finally:
+        stop.set()
+        reader.join()
+    generations = {row[0] for row in seen if isinstance(row, tuple)}
+    assert len(generations) >= 2, "the reader did not overlap the reloads"
+    # Every answer comes from one generation: both tables old, or both new.
+    assert all(isinstance(row, tuple) and row[0] == row[1] for row in seen), [
+        row for row in seen if not (isinstance(row, tuple) and row[0] == row[1])][:3]
 
 
 class FailingSource(SQLiteBackend):

@@ -116,10 +116,25 @@ class MySQLBackend(Backend):
                       screen_sql=screen, collation=collation, reader_host=reader_host,
                       backstop_grace=backstop_grace)
         backend._probe()
-        if read_only and backend.login.database and backend._evaluation is not None \
-                and backend._evaluation.login is None:
-            raise EngineError(backend._evaluation.refusal or "no evaluation login")
+        if read_only and backend.login.database and backend._evaluation is not None:
+            if backend._evaluation.login is None:
+                raise EngineError(backend._evaluation.refusal or "no evaluation login")
+            backend._check_reader()
         return backend
+
+    def _check_reader(self) -> None:
+        """Log the reader in once now, so a reader that cannot log in fails ``connect``."""
+        evaluation = self._evaluation_pool()
+        if isinstance(evaluation, Result):
+            raise EngineUnavailableError(evaluation.error.message if evaluation.error else "")
+        pool = evaluation[0]
+        try:
+            pool.release(pool.acquire(wait=self.login.connect_timeout))
+        except EngineUnavailableError as exc:
+            self.close()
+            raise EngineUnavailableError(
+                f"{exc}; if the reader account was removed, load the database again "
+                f"(replace=True) to recreate it") from exc
 
     def _probe(self) -> None:
         """Check the server is there, learn what it is, and (read-only) find the reader.

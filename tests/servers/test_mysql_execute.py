@@ -212,6 +212,25 @@ def test_a_select_only_login_is_used_as_given(evaluation: tuple[URL, URL]) -> No
         conn.close()
 
 
+def test_a_missing_reader_fails_at_connect(loader: fx.Loader, make_sqlite: Path,
+                                           admin_url: URL) -> None:
+    url, _ = loader(make_sqlite("CREATE TABLE t (x INTEGER);"))
+    with connect(url) as backend:
+        reader = backend.evaluation_user
+    conn = fx.admin_connection(admin_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP USER '{reader}'@'%'")
+    finally:
+        conn.close()
+    with pytest.raises(EngineUnavailableError, match="load the database again"):
+        connect(url)
+    _, report = loader(make_sqlite("CREATE TABLE t (x INTEGER);"), database=url.database)
+    assert report.skipped  # same source: nothing to copy, but the reader is back
+    with connect(url) as backend:
+        assert backend.execute("SELECT count(*) FROM t").rows == [(0,)]
+
+
 def test_loading_connection_also_evaluates_as_the_reader(evaluation: tuple[URL, URL]) -> None:
     with connect(evaluation[0], read_only=False) as admin:
         result = admin.execute("SELECT CURRENT_USER()")

@@ -83,7 +83,10 @@ class LenientText:
 
 
 @contextmanager
-def _decoding(conn: sqlite3.Connection, factory: LenientText) -> Iterator[None]:
+def _decoding(conn: sqlite3.Connection, factory: LenientText | None) -> Iterator[None]:
+    if factory is None:  # the C decoder: fast, but raises on text that is not UTF-8
+        yield
+        return
     previous = conn.text_factory
     conn.text_factory = factory
     try:
@@ -92,19 +95,32 @@ def _decoding(conn: sqlite3.Connection, factory: LenientText) -> Iterator[None]:
         conn.text_factory = previous
 
 
+class _NotUtf8(Exception):
+    """The fast pass met text that is not valid UTF-8."""
+
+
 def _repaired_per_column(columns: list[tuple[Any, ...]], table: Table) -> dict[str, int]:
     return {column.name: sum(isinstance(v, str) and "\ufffd" in v for v in values)
             for values, column in zip(columns, table.columns, strict=True)}
 
 
-def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
-                 lock: threading.Lock,
-                 on_coercion: Callable[[Coercion], None]) -> Iterator[pa.RecordBatch]:
-    """Yield ``table`` in batches; the lock is held per fetch, not for the whole stream."""
+def _fetch(cursor: sqlite3.Cursor, size: int, table: Table, lenient: bool) -> list[Any]:
+    try:
+        return cursor.fetchmany(size)
+    except sqlite3.OperationalError as exc:
+        if not lenient and "decode to UTF-8" in str(exc):
+            raise _NotUtf8 from exc
+        raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+    except sqlite3.Error as exc:
+        raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+
+
+def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: threading.Lock,
+            decoder: LenientText | None, skip: int,
+            repaired: dict[str, int]) -> Iterator[pa.RecordBatch]:
+    """One pass over ``table``, leaving out its first ``skip`` rows."""
     select = ", ".join(select_expression(c) for c in table.columns)
     schema = arrow_schema(table)
-    decoder = LenientText()
-    repaired: dict[str, int] = {}
     cursor = conn.cursor()
     try:
         with lock, _decoding(conn, decoder):
@@ -112,17 +128,19 @@ def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
                 cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)}")
             except sqlite3.Error as exc:
                 raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+            while skip > 0:
+                skipped = len(_fetch(cursor, min(skip, batch_size), table, decoder is not None))
+                if not skipped:
+                    raise LoadError(f"table {table.name!r} changed while it was being read")
+                skip -= skipped
         while True:
-            before = decoder.repaired
+            before = decoder.repaired if decoder else 0
             with lock, _decoding(conn, decoder):
-                try:
-                    rows = cursor.fetchmany(batch_size)
-                except sqlite3.Error as exc:
-                    raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+                rows = _fetch(cursor, batch_size, table, decoder is not None)
             if not rows:
-                break
+                return
             columns = list(zip(*rows, strict=True))
-            if decoder.repaired > before:
+            if decoder is not None and decoder.repaired > before:
                 for name, count in _repaired_per_column(columns, table).items():
                     repaired[name] = repaired.get(name, 0) + count
             try:
@@ -134,6 +152,27 @@ def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
     finally:
         cursor.close()
+
+
+def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
+                 lock: threading.Lock,
+                 on_coercion: Callable[[Coercion], None]) -> Iterator[pa.RecordBatch]:
+    """Yield ``table`` in batches; the lock is held per fetch, not for the whole stream.
+
+    The first pass decodes text in C. If it meets text that is not UTF-8 it stops, and a second,
+    slower pass repairs such text and resumes after the rows already yielded (a read-only scan
+    of an unchanged table returns rows in the same order every time).
+    """
+    yielded = 0
+    repaired: dict[str, int] = {}
+    try:
+        for batch in _stream(conn, table, batch_size=batch_size, lock=lock, decoder=None,
+                             skip=0, repaired=repaired):
+            yielded += batch.num_rows
+            yield batch
+    except _NotUtf8:
+        yield from _stream(conn, table, batch_size=batch_size, lock=lock, decoder=LenientText(),
+                           skip=yielded, repaired=repaired)
     for name, count in repaired.items():
         if count:
             on_coercion(Coercion(table.name, name, "text that is not valid UTF-8: invalid bytes "

@@ -109,3 +109,19 @@ def test_fingerprint_tracks_content(db_file: Path) -> None:
         conn.execute('INSERT INTO "T" (a) VALUES (3)')
     with polysql.connect(f"sqlite:///{db_file}") as backend:
         assert backend.fingerprint() != before
+
+
+def test_text_that_is_not_utf8_midway_is_repaired_without_losing_or_repeating_rows(
+        tmp_path: Path) -> None:
+    path = tmp_path / "latin.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (n INTEGER, s TEXT)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(i, f"row {i}") for i in range(7)])
+        conn.execute("UPDATE t SET s = CAST(x'436166e9' AS TEXT) WHERE n = 5")  # 'Café' in Latin-1
+    with polysql.connect(f"sqlite:///{path}") as source:
+        (table,) = source.tables()
+        rows = [row for batch in source.read_table(table, batch_size=2) for row in batch.to_pylist()]
+        assert [r["n"] for r in rows] == list(range(7))
+        assert rows[5]["s"] == "Caf\ufffd" and rows[4]["s"] == "row 4"
+        (repair,) = source.coercions()
+        assert (repair.column, repair.count) == ("s", 1)

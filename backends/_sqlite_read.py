@@ -11,7 +11,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -54,10 +53,10 @@ def to_arrow(values: list[Any], column: Column) -> pa.Array:
     kind = column.type.kind
     if kind == "boolean":
         return pa.array(values, pa.int64()).cast(target)
-    if kind in ("date", "timestamp"):
+    if kind in ("date", "timestamp", "decimal"):
+        # Arrow parses the text SQLite printed; it refuses (rather than rounds) a decimal that
+        # would not fit the chosen scale.
         return pa.array(values, pa.string()).cast(target)
-    if kind == "decimal":
-        return pa.array([None if v is None else Decimal(v) for v in values], target)
     if kind == "text":
         try:
             return pa.array(values, target)

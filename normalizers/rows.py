@@ -10,8 +10,8 @@ pass, and only they are looked at one by one.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import compress, islice
 from operator import ne
 from typing import Any
@@ -19,60 +19,10 @@ from typing import Any
 import numpy as np
 
 from polysql.normalizers.describe import format_row, format_value, plural, row_span
-from polysql.normalizers.hashing import (
-    HashScheme,
-    pairs_equal,
-    row_hashes,
-    split_by_hash,
-)
-from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.tolerance import first_difference, pair_within_tolerance, rows_match
-from polysql.normalizers.values import Reading, fine_value
-
-FineRow = Callable[[int], tuple[Any, ...]]
-
-
-@dataclass(slots=True)
-class Side:
-    """One result's rows, restricted to the aligned columns, in gold column order."""
-
-    label: str
-    raw: list[Sequence[Any]]  # raw values per aligned column
-    keys: list[Sequence[Any]]  # canonical keys per aligned column
-    reading: list[Reading]
-    policy: ComparePolicy
-    height: int
-    schemes: list[HashScheme]  # per column, shared by every side compared with this one
-    hashes: list[np.ndarray]  # per column, hashed under ``schemes``
-    _row_hashes: np.ndarray | None = field(default=None, repr=False)
-
-    def column_hashes(self) -> list[np.ndarray]:
-        return self.hashes
-
-    def row_hashes(self) -> np.ndarray:
-        if self._row_hashes is None:
-            self._row_hashes = row_hashes(self.column_hashes(), self.height)
-        return self._row_hashes
-
-    def checked(self) -> list[int]:
-        """Columns whose hash can collide, so proposed pairs must be compared by value."""
-        return [j for j, scheme in enumerate(self.schemes) if scheme == "checked"]
-
-    def raw_row(self, i: int) -> tuple[Any, ...]:
-        return tuple(column[i] for column in self.raw)
-
-    def fine_row(self, i: int) -> tuple[Any, ...]:
-        return tuple(fine_value(column[i], self.policy, reading)
-                     for column, reading in zip(self.raw, self.reading, strict=True))
-
-    def rows(self, positions: Sequence[int]) -> Side:
-        """A Side holding only the rows at ``positions`` (in that order)."""
-        def pick(column: Sequence[Any]) -> list[Any]:
-            return [column[i] for i in positions]
-        where = np.asarray(positions, dtype=np.intp)
-        return Side(self.label, [pick(c) for c in self.raw], [pick(c) for c in self.keys],
-                    self.reading, self.policy, len(positions), self.schemes,
-                    [hashed[where] for hashed in self.hashes])
+from polysql.normalizers.hashing import pairs_equal, row_hashes, split_by_hash
+from polysql.normalizers.residue import resolve_residue
+from polysql.normalizers.side import Side
+from polysql.normalizers.tolerance import first_difference, rows_match
 
 
 @dataclass(slots=True)
@@ -103,35 +53,38 @@ def _exact_surplus(gold_columns: Sequence[Sequence[Any]], pred_columns: Sequence
     return positions(gold_rows, gold_count, pred_count), positions(pred_rows, pred_count, gold_count)
 
 
-def unmatched(gold_columns: Sequence[Sequence[Any]], pred_columns: Sequence[Sequence[Any]],
-              gold_hashes: np.ndarray, pred_hashes: np.ndarray, checked: Sequence[int],
-              gold_fine: FineRow, pred_fine: FineRow,
-              policy: ComparePolicy) -> tuple[list[int], list[int], int]:
-    """Multiset difference of two row sets given column-wise keys and row hashes, with the
-    tolerance pass on the residue.
+def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
+              pred_tags: np.ndarray | None = None) -> tuple[list[int], list[int], int]:
+    """Multiset difference of two Sides' rows, then the tolerance pass on the residue.
 
-    Returns (unpaired gold positions, unpaired predicted positions, pairs made by tolerance).
+    ``*_tags`` (tie-group numbers) make rows pair only within the same group. Returns
+    (unpaired gold positions, unpaired predicted positions, pairs made by tolerance).
     """
+    gold_columns: list[Sequence[Any]] = list(gold.keys)
+    pred_columns: list[Sequence[Any]] = list(pred.keys)
+    checked = gold.checked()
+    if gold_tags is None or pred_tags is None:
+        gold_hashes, pred_hashes = gold.row_hashes(), pred.row_hashes()
+    else:
+        gold_hashes = row_hashes([gold_tags.astype(np.uint64), *gold.hashes], gold.height)
+        pred_hashes = row_hashes([pred_tags.astype(np.uint64), *pred.hashes], pred.height)
+        gold_columns.insert(0, gold_tags.tolist())
+        pred_columns.insert(0, pred_tags.tolist())
+        checked = [j + 1 for j in checked]
     split = split_by_hash(gold_hashes, pred_hashes)
     if pairs_equal([gold_columns[j] for j in checked], [pred_columns[j] for j in checked],
                    split.gold_paired, split.pred_paired):
         gold_left, pred_left = split.gold_surplus.tolist(), split.pred_surplus.tolist()
     else:
-        gold_left, pred_left = _exact_surplus(gold_columns, pred_columns,
-                                              len(gold_hashes), len(pred_hashes))
+        gold_left, pred_left = _exact_surplus(gold_columns, pred_columns, gold.height, pred.height)
     if not gold_left or not pred_left:
         return gold_left, pred_left, 0
-    gold_rows = [gold_fine(i) for i in gold_left]
-    pred_rows = [pred_fine(k) for k in pred_left]
-    lone_gold, lone_pred = pair_within_tolerance(gold_rows, pred_rows, policy)
-    paired = len(gold_left) - len(lone_gold)
-    return [gold_left[i] for i in lone_gold], [pred_left[k] for k in lone_pred], paired
+    return resolve_residue(gold, pred, gold_left, pred_left, gold_tags, pred_tags)
 
 
 def side_difference(gold: Side, pred: Side) -> tuple[list[int], list[int], int]:
-    """:func:`unmatched` for two whole Sides."""
-    return unmatched(gold.keys, pred.keys, gold.row_hashes(), pred.row_hashes(), gold.checked(),
-                     gold.fine_row, pred.fine_row, gold.policy)
+    """:func:`unmatched` for two whole Sides, without tie groups."""
+    return unmatched(gold, pred)
 
 
 # -- reasons --------------------------------------------------------------------------------------
@@ -233,14 +186,7 @@ def compare_tie_groups(gold: Side, pred: Side, key_columns: Sequence[int],
     # Tag every row with its group: then "same bag within every group" is one multiset
     # comparison, and the predicted row at position i belongs to the gold group at position i.
     group_list = groups.tolist()
-    group_hash = groups.astype(np.uint64)
-    gold_left, pred_left, paired = unmatched(
-        [group_list, *gold.keys], [group_list, *pred.keys],
-        row_hashes([group_hash, *gold.column_hashes()], gold.height),
-        row_hashes([group_hash, *pred.column_hashes()], pred.height),
-        [j + 1 for j in gold.checked()],
-        lambda i: (group_list[i], *gold.fine_row(i)), lambda k: (group_list[k], *pred.fine_row(k)),
-        gold.policy)
+    gold_left, pred_left, paired = unmatched(gold, pred, groups, groups)
     if not gold_left and not pred_left:
         return RowOutcome(True, f"same {plural(gold.height, 'row')} in ORDER BY order, "
                                 f"ties in any order{_with_tolerance(paired)}", paired)

@@ -56,6 +56,19 @@ def _window(value: float, policy: ComparePolicy) -> float:
     return reach * (1.0 + 1e-9) + 1e-300
 
 
+def _pair_by_rank(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]],
+                  gold_rows: list[int], pred_rows: list[int], numeric: list[int],
+                  policy: ComparePolicy) -> bool:
+    """Fast path for a group of rows that differ only by numeric noise: sort both sides on their
+    numbers and check that the i-th rows match. True when every pair matches."""
+    def order(rows: Sequence[Sequence[Any]], indices: list[int]) -> list[int]:
+        return sorted(indices, key=lambda i: tuple(rows[i][j].approx for j in numeric))
+    return all(
+        all(values_match(gold[i][j], pred[k][j], policy) for j in numeric)
+        for i, k in zip(order(gold, gold_rows), order(pred, pred_rows), strict=True)
+    )
+
+
 def pair_within_tolerance(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]],
                           policy: ComparePolicy) -> tuple[list[int], list[int]]:
     """Pair gold rows with predicted rows equal under tolerance, as a multiset.
@@ -84,6 +97,10 @@ def pair_within_tolerance(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence
             unpaired_gold.extend(gold_rows[paired:])
             continue
         lead = numeric[0]
+        if len(gold_rows) == len(candidates) and _pair_by_rank(gold, pred, gold_rows, candidates,
+                                                               numeric, policy):
+            used_pred.update(candidates)
+            continue
         candidates = sorted(candidates, key=lambda k: pred[k][lead].approx)
         lead_values = [pred[k][lead].approx for k in candidates]
         taken = [False] * len(candidates)

@@ -1,0 +1,212 @@
+"""Reconcile, within numeric tolerance, the rows the hashed comparison left unpaired.
+
+Numbers are bucketed before hashing, so two numbers within tolerance can fall into neighbouring
+buckets; their rows are then left over on both sides. This module pairs such rows, vectorized:
+
+1. A row's *signature* hashes its exact parts: columns holding no approximate numbers (ints,
+   text, dates) plus the row's tie-group tag. Rows whose signature the other side lacks can never
+   pair and are set aside at once (this makes a plainly wrong prediction cheap to reject).
+2. Both sides are sorted by (signature, numbers); in groups with as many rows on each side, the
+   i-th rows are checked against each other with numpy (``|a - b| <= max(rel * max(|a|, |b|),
+   abs)``, two integers exactly).
+3. Groups that this does not settle (different counts, or noise that reorders rows) go to the
+   general pairing of :func:`polysql.normalizers.tolerance.pair_within_tolerance`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from polysql.normalizers.hashing import row_hashes
+from polysql.normalizers.policy import ComparePolicy
+from polysql.normalizers.side import EXACT_SCHEMES, Side
+from polysql.normalizers.tolerance import pair_within_tolerance
+from polysql.normalizers.values import EXACT_FLOAT_INT, Number, column_types, fine_value
+
+_NUMBER_SLOT = np.uint64(0x5A17)  # what a number contributes to a row's signature
+
+
+@dataclass(slots=True)
+class _Numbers:
+    """One approximate column over some rows: the numbers, which are exact integers, and for
+    values that are not numbers (NULL, NaN, text in a mixed column) their key hash."""
+
+    approx: np.ndarray  # float64
+    exact: np.ndarray  # bool: an integer (compares exactly with another integer)
+    is_number: np.ndarray  # bool
+    other: np.ndarray  # uint64: hash of the non-number key, _NUMBER_SLOT for numbers
+    fine: list[Any]  # the fine values themselves (for verification of non-numbers)
+
+
+def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
+    raw = side.raw[j]
+    values = [raw[i] for i in rows]
+    fast = _homogeneous_numbers(values)
+    if fast is not None:
+        return fast
+    fine = [fine_value(v, side.policy, side.reading[j]) for v in values]
+    is_number = np.fromiter((isinstance(v, Number) for v in fine), dtype=bool, count=len(fine))
+    approx = np.fromiter((v.approx if isinstance(v, Number) else 0.0 for v in fine),
+                         dtype=np.float64, count=len(fine))
+    exact = np.fromiter((isinstance(v, Number) and v.exact is not None for v in fine),
+                        dtype=bool, count=len(fine))
+    other = np.fromiter((0 if isinstance(v, Number) else hash(v) for v in fine),
+                        dtype=np.int64, count=len(fine)).view(np.uint64)
+    other = np.where(is_number, _NUMBER_SLOT, other)
+    return _Numbers(approx, exact, is_number, other, fine)
+
+
+def _homogeneous_numbers(values: list[Any]) -> _Numbers | None:
+    """Vectorized :class:`_Numbers` for a column of only floats, only ints or only Decimals
+    (no NULL, no NaN), else None.
+
+    An integral Decimal is recognised through its float; a misjudged one can only be treated as
+    inexact-looking-exact and fail its check, which sends the pair to the exact general pass.
+    """
+    kinds = column_types(values)
+    if len(kinds) != 1 or not kinds <= {float, int, Decimal}:
+        return None
+    try:
+        approx = np.fromiter(map(float, values), dtype=np.float64, count=len(values))
+    except (OverflowError, ValueError):
+        return None
+    if np.isnan(approx).any():
+        return None
+    (kind,) = kinds
+    if kind is int:
+        exact = np.ones(approx.size, dtype=bool)
+    elif kind is Decimal:
+        exact = approx == np.trunc(approx)
+    else:
+        exact = np.zeros(approx.size, dtype=bool)
+    # All numbers: the fine values are never consulted for verification.
+    return _Numbers(approx, exact, np.ones(approx.size, dtype=bool),
+                    np.full(approx.size, _NUMBER_SLOT, dtype=np.uint64), values)
+
+
+def _signatures(side: Side, rows: np.ndarray, exact_columns: list[int],
+                tags: np.ndarray | None) -> np.ndarray:
+    parts = [side.hashes[j][rows] for j in exact_columns]
+    if tags is not None:
+        parts.append(tags[rows].astype(np.uint64))
+    return row_hashes(parts, rows.size)
+
+
+def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
+           policy: ComparePolicy) -> np.ndarray:
+    """Per pair (a[ia[k]], b[ib[k]]): equal under the contract, as far as numbers can tell."""
+    x, y = a.approx[ia], b.approx[ib]
+    both_numbers = a.is_number[ia] & b.is_number[ib]
+    neither = ~a.is_number[ia] & ~b.is_number[ib]  # equal hashes via the signature; verified later
+    with np.errstate(invalid="ignore", over="ignore"):
+        if policy.tolerant:
+            limit = np.maximum(policy.rel_tol * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol)
+            finite = np.isfinite(x) & np.isfinite(y)  # inf equals only inf of the same sign
+            close = (x == y) | (finite & (np.abs(x - y) <= limit))
+        else:
+            close = x == y
+    both_exact = a.exact[ia] & b.exact[ib]
+    # Two integers must be equal; beyond float precision the floats cannot tell, so leave those
+    # to the general pass, which compares the integers themselves.
+    exact_ok = (x == y) & (np.abs(x) < EXACT_FLOAT_INT)
+    return neither | (both_numbers & np.where(both_exact, exact_ok, close))
+
+
+def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: list[int],
+                    gold_tags: np.ndarray | None = None, pred_tags: np.ndarray | None = None,
+                    ) -> tuple[list[int], list[int], int]:
+    """Pair leftover rows within tolerance. Returns (unpaired gold rows, unpaired predicted rows,
+    number of pairs made)."""
+    policy = gold.policy
+    exact_columns = [j for j, s in enumerate(gold.schemes) if s in EXACT_SCHEMES]
+    approx_columns = [j for j, s in enumerate(gold.schemes) if s not in EXACT_SCHEMES]
+    if not approx_columns:
+        return gold_left, pred_left, 0  # nothing approximate: the hashed comparison was final
+
+    g_rows, p_rows = np.asarray(gold_left, dtype=np.intp), np.asarray(pred_left, dtype=np.intp)
+    g_sig = _signatures(gold, g_rows, exact_columns, gold_tags)
+    p_sig = _signatures(pred, p_rows, exact_columns, pred_tags)
+    # 1. rows whose exact part exists on the other side at all
+    g_hope, p_hope = np.isin(g_sig, p_sig), np.isin(p_sig, g_sig)
+    lone_gold, lone_pred = g_rows[~g_hope].tolist(), p_rows[~p_hope].tolist()
+    g_rows, g_sig, p_rows, p_sig = g_rows[g_hope], g_sig[g_hope], p_rows[p_hope], p_sig[p_hope]
+    if g_rows.size == 0 or p_rows.size == 0:
+        return sorted(lone_gold + g_rows.tolist()), sorted(lone_pred + p_rows.tolist()), 0
+
+    g_num = [_numbers(gold, j, g_rows.tolist()) for j in approx_columns]
+    p_num = [_numbers(pred, j, p_rows.tolist()) for j in approx_columns]
+    # Non-numbers in approximate columns (NULL, NaN) must match exactly: part of the signature.
+    g_sig = row_hashes([g_sig, *(c.other for c in g_num)], g_rows.size)
+    p_sig = row_hashes([p_sig, *(c.other for c in p_num)], p_rows.size)
+
+    # 2. sort by (signature, numbers) and pair by rank inside groups of equal size
+    g_order = np.lexsort([*(c.approx for c in reversed(g_num)), g_sig])
+    p_order = np.lexsort([*(c.approx for c in reversed(p_num)), p_sig])
+    g_sorted, p_sorted = g_sig[g_order], p_sig[p_order]
+    g_vals, g_first, g_count = np.unique(g_sorted, return_index=True, return_counts=True)
+    p_vals, p_first, p_count = np.unique(p_sorted, return_index=True, return_counts=True)
+    common, gi, pi = np.intersect1d(g_vals, p_vals, assume_unique=True, return_indices=True)
+    same_size = g_count[gi] == p_count[pi]
+
+    settled_g: list[np.ndarray] = []
+    settled_p: list[np.ndarray] = []
+    if same_size.any():
+        starts_g, starts_p = g_first[gi][same_size], p_first[pi][same_size]
+        sizes = g_count[gi][same_size]
+        offsets = np.repeat(np.cumsum(sizes) - sizes, sizes)
+        within = np.arange(sizes.sum()) - offsets
+        ga = g_order[np.repeat(starts_g, sizes) + within]  # positions into g_rows
+        pa = p_order[np.repeat(starts_p, sizes) + within]
+        ok = np.ones(ga.size, dtype=bool)
+        for g_col, p_col in zip(g_num, p_num, strict=True):
+            ok &= _close(g_col, p_col, ga, pa, policy)
+        group_ok = np.logical_and.reduceat(ok, np.cumsum(sizes) - sizes)
+        pair_ok = np.repeat(group_ok, sizes)
+        if _verified(gold, pred, g_rows[ga[pair_ok]], p_rows[pa[pair_ok]], exact_columns,
+                     g_num, p_num, ga[pair_ok], pa[pair_ok]):
+            settled_g.append(ga[pair_ok])
+            settled_p.append(pa[pair_ok])
+    paired = int(sum(s.size for s in settled_g))
+
+    # 3. everything not settled goes to the general pairing (with its tie-group tag, if any)
+    g_done = np.zeros(g_rows.size, dtype=bool)
+    p_done = np.zeros(p_rows.size, dtype=bool)
+    for s in settled_g:
+        g_done[s] = True
+    for s in settled_p:
+        p_done[s] = True
+    rest_g, rest_p = g_rows[~g_done].tolist(), p_rows[~p_done].tolist()
+    if rest_g and rest_p:
+        lone_g, lone_p = pair_within_tolerance(
+            [_tagged(gold, i, gold_tags) for i in rest_g],
+            [_tagged(pred, k, pred_tags) for k in rest_p], policy)
+        paired += len(rest_g) - len(lone_g)
+        rest_g, rest_p = [rest_g[i] for i in lone_g], [rest_p[k] for k in lone_p]
+    return sorted(lone_gold + rest_g), sorted(lone_pred + rest_p), paired
+
+
+def _tagged(side: Side, i: int, tags: np.ndarray | None) -> tuple[Any, ...]:
+    row = side.fine_row(i)
+    return row if tags is None else (int(tags[i]), *row)
+
+
+def _verified(gold: Side, pred: Side, g_rows: np.ndarray, p_rows: np.ndarray,
+              exact_columns: Sequence[int], g_num: list[_Numbers], p_num: list[_Numbers],
+              g_pos: np.ndarray, p_pos: np.ndarray) -> bool:
+    """Signatures are hashes: confirm the exact parts of every settled pair value by value."""
+    gi, pi = g_rows.tolist(), p_rows.tolist()
+    for j in exact_columns:
+        g_keys, p_keys = gold.keys[j], pred.keys[j]
+        if list(map(g_keys.__getitem__, gi)) != list(map(p_keys.__getitem__, pi)):
+            return False
+    for g_col, p_col in zip(g_num, p_num, strict=True):
+        others = np.flatnonzero(~g_col.is_number[g_pos]).tolist()
+        gp, pp = g_pos.tolist(), p_pos.tolist()
+        if any(g_col.fine[gp[k]] != p_col.fine[pp[k]] for k in others):
+            return False
+    return True

@@ -1,0 +1,64 @@
+"""One result's rows as the row comparison sees them: raw values, canonical keys and hashes,
+column by column, restricted to the aligned columns and in gold column order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from polysql.normalizers.hashing import HashScheme, row_hashes
+from polysql.normalizers.policy import ComparePolicy
+from polysql.normalizers.values import Reading, fine_value
+
+FineRow = Callable[[int], tuple[Any, ...]]
+#: schemes of columns that hold no approximate numbers (ints compare exactly with ints)
+EXACT_SCHEMES = frozenset({"int64", "strong"})
+
+
+@dataclass(slots=True)
+class Side:
+    """One result's rows, restricted to the aligned columns, in gold column order."""
+
+    label: str
+    raw: list[Sequence[Any]]  # raw values per aligned column
+    keys: list[Sequence[Any]]  # canonical keys per aligned column
+    reading: list[Reading]
+    policy: ComparePolicy
+    height: int
+    schemes: list[HashScheme]  # per column, shared by every side compared with this one
+    hashes: list[np.ndarray]  # per column, hashed under ``schemes``
+    _row_hashes: np.ndarray | None = field(default=None, repr=False)
+
+    def column_hashes(self) -> list[np.ndarray]:
+        return self.hashes
+
+    def row_hashes(self) -> np.ndarray:
+        if self._row_hashes is None:
+            self._row_hashes = row_hashes(self.column_hashes(), self.height)
+        return self._row_hashes
+
+    def checked(self) -> list[int]:
+        """Columns whose hash can collide, so proposed pairs must be compared by value."""
+        return [j for j, scheme in enumerate(self.schemes) if scheme == "checked"]
+
+    def raw_row(self, i: int) -> tuple[Any, ...]:
+        return tuple(column[i] for column in self.raw)
+
+    def fine_row(self, i: int) -> tuple[Any, ...]:
+        """Row ``i`` as the tolerance pass sees it. Columns hashed as int64 or strong hold no
+        approximate numbers (ints compare exactly with ints), so their keys serve as they are."""
+        return tuple(keys[i] if scheme in EXACT_SCHEMES else fine_value(raw[i], self.policy, reading)
+                     for raw, keys, reading, scheme
+                     in zip(self.raw, self.keys, self.reading, self.schemes, strict=True))
+
+    def rows(self, positions: Sequence[int]) -> Side:
+        """A Side holding only the rows at ``positions`` (in that order)."""
+        def pick(column: Sequence[Any]) -> list[Any]:
+            return [column[i] for i in positions]
+        where = np.asarray(positions, dtype=np.intp)
+        return Side(self.label, [pick(c) for c in self.raw], [pick(c) for c in self.keys],
+                    self.reading, self.policy, len(positions), self.schemes,
+                    [hashed[where] for hashed in self.hashes])

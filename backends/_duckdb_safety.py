@@ -21,8 +21,9 @@ SAFE_CONFIG: dict[str, Any] = {
 
 # Statement kinds an evaluation connection runs. Everything else (DDL, DML, SET, PRAGMA, CALL,
 # ATTACH, COPY, LOAD, ...) is refused before execution, which also covers in-memory databases
-# that DuckDB cannot open read-only.
-ALLOWED_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+# that DuckDB cannot open read-only. EXPLAIN is refused too: EXPLAIN ANALYZE runs the statement
+# it explains, whatever that is.
+ALLOWED_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
 
 
 def classify(exc: Exception, *, interrupted: bool) -> ErrorKind:

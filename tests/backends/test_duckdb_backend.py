@@ -121,3 +121,10 @@ def test_memory_limit_turns_a_huge_result_into_too_large() -> None:
         result = backend.execute("SELECT list(range) FROM range(100000000)")
         assert result.error is not None and result.error.kind == "too_large"
         assert backend.execute("SELECT 1").rows == [(1,)]
+
+
+def test_explain_analyze_cannot_smuggle_a_write_into_memory() -> None:
+    with polysql.connect("duckdb://") as backend:
+        result = backend.execute("EXPLAIN ANALYZE CREATE TABLE hacked AS SELECT 1 AS a")
+        assert result.error is not None and result.error.kind == "forbidden"
+        assert backend.execute("SELECT * FROM hacked").error.kind == "runtime"

@@ -45,6 +45,7 @@ HOSTILE_PER_ENGINE: list[tuple[str, str, str]] = [
     ("duckdb", "install", "INSTALL sqlite"),
     ("duckdb", "load_extension", "LOAD sqlite"),
     ("duckdb", "export", "EXPORT DATABASE '{tmp}/dump'"),
+    ("duckdb", "explain_analyze", "EXPLAIN ANALYZE DELETE FROM \"Customers\""),
 ]
 
 

@@ -63,6 +63,9 @@ def load_into_sqlite(target: SQLiteBackend, source: Backend, *, fingerprint: str
             conn = sqlite3.connect(temporary)
             try:
                 counts = _copy(source, conn)
+                # A source in WAL mode would hand its mode to the copy, and a read-only
+                # connection to a WAL database needs to create -shm/-wal files beside it.
+                conn.execute("PRAGMA journal_mode = DELETE")
             finally:
                 conn.close()
         return LoadReport(origin, source_name(target), fingerprint, tables=counts)

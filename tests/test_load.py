@@ -209,3 +209,20 @@ def test_reloading_a_duckdb_file_open_in_this_process_is_refused(source: Path,
             polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
         assert evaluation.execute("SELECT count(*) FROM notes").rows == [(1,)]
     assert polysql.load(f"sqlite:///{source}", f"duckdb:///{target}").tables["notes"] == 2
+
+
+def test_sqlite_copy_of_a_wal_source_opens_read_only_without_side_files(tmp_path: Path) -> None:
+    source = tmp_path / "wal.sqlite"
+    writer = sqlite3.connect(source)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("CREATE TABLE t (a INTEGER)")
+    writer.execute("INSERT INTO t VALUES (1)")
+    writer.commit()  # still in the -wal file: the writer stays open, nothing is checkpointed
+    try:
+        out = tmp_path / "out"
+        polysql.load(f"sqlite:///{source}", f"sqlite:///{out / 'copy.sqlite'}")
+        with polysql.connect(f"sqlite:///{out / 'copy.sqlite'}") as copy:
+            assert copy.execute("SELECT a FROM t").rows == [(1,)]
+        assert sorted(p.name for p in out.iterdir()) == ["copy.sqlite", "copy.sqlite.polysql.json"]
+    finally:
+        writer.close()

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from polysql.backends._arrow import arrow_schema
 from polysql.backends._sqlite_types import quote_ident
+from polysql.errors import LoadError
 from polysql.schema import Column, ColumnType, Table
 
 _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
@@ -73,8 +74,11 @@ def read_batches(conn: duckdb.DuckDBPyConnection, table: Table, *, batch_size: i
         reader = cursor.sql(f"SELECT {select} FROM {quote_ident(table.name)}").to_arrow_reader(batch_size)
     try:
         for batch in reader:
-            yield pa.RecordBatch.from_arrays(
-                [column.cast(field.type) for column, field in zip(batch.columns, schema, strict=True)],
-                schema=schema)
+            try:
+                columns = [column.cast(field.type)
+                           for column, field in zip(batch.columns, schema, strict=True)]
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise LoadError(f"cannot convert table {table.name!r} from DuckDB: {exc}") from exc
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
     finally:
         cursor.close()

@@ -226,3 +226,17 @@ def test_sqlite_copy_of_a_wal_source_opens_read_only_without_side_files(tmp_path
         assert sorted(p.name for p in out.iterdir()) == ["copy.sqlite", "copy.sqlite.polysql.json"]
     finally:
         writer.close()
+
+
+def test_generated_columns_and_without_rowid_tables_are_copied(tmp_path: Path) -> None:
+    source = tmp_path / "g.sqlite"
+    with sqlite3.connect(source) as conn:
+        conn.execute("CREATE TABLE g (a INTEGER, b INTEGER GENERATED ALWAYS AS (a * 2) VIRTUAL, "
+                     "c TEXT GENERATED ALWAYS AS ('x' || a) STORED)")
+        conn.execute("INSERT INTO g (a) VALUES (1), (2)")
+        conn.execute("CREATE TABLE w (k TEXT PRIMARY KEY, v REAL) WITHOUT ROWID")
+        conn.execute("INSERT INTO w VALUES ('a', 1.5)")
+    target = tmp_path / "g.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    assert _duckdb_rows(target, "SELECT * FROM g ORDER BY a") == [(1, 2, "x1"), (2, 4, "x2")]
+    assert _duckdb_rows(target, "SELECT * FROM w") == [("a", 1.5)]

@@ -9,12 +9,13 @@ statement once its deadline has passed.
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -26,6 +27,9 @@ from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
 from polysql.registry import parse_url
 from polysql.schema import Coercion, LoadReport, Table
+
+if TYPE_CHECKING:
+    from polysql.backends._sqlite_types import SourceTable
 
 # SQLite calls the progress handler every this many virtual-machine instructions; small enough
 # that a runaway query stops within milliseconds of its deadline, large enough to cost nothing.
@@ -100,6 +104,7 @@ class SQLiteBackend(Backend):
         self._closed = False
         self._lock = threading.Lock()
         self._coercions: list[Coercion] | None = None
+        self._introspected: list[SourceTable] | None = None
 
     @classmethod
     def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> SQLiteBackend:
@@ -175,16 +180,24 @@ class SQLiteBackend(Backend):
     # -- load source -------------------------------------------------------------------------
     def tables(self) -> list[Table]:
         """Every user table, with logical types resolved from declared types and a scan of the
-        stored values; the coercions behind those choices are kept for :meth:`coercions`."""
+        stored values; the coercions behind those choices are kept for :meth:`coercions`.
+
+        A read-only connection scans once and remembers the answer (its database cannot change
+        through it), so rendering a schema for every prompt does not rescan large tables.
+        """
         from polysql.backends._sqlite_types import introspect
 
         with self._lock:
-            try:
-                sources = introspect(self._connection())
-            except sqlite3.Error as exc:
-                raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+            sources: list[SourceTable] | None = self._introspected
+            if sources is None:
+                try:
+                    sources = introspect(self._connection())
+                except sqlite3.Error as exc:
+                    raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+                if self.read_only:
+                    self._introspected = sources
         self._coercions = [c for source in sources for c in source.coercions]
-        return [source.table for source in sources]
+        return [copy.deepcopy(source.table) for source in sources]
 
     def coercions(self) -> list[Coercion]:
         """Values whose stored form disagreed with the type chosen for them (see ``tables``)."""

@@ -125,3 +125,17 @@ def test_text_that_is_not_utf8_midway_is_repaired_without_losing_or_repeating_ro
         assert rows[5]["s"] == "Caf\ufffd" and rows[4]["s"] == "row 4"
         (repair,) = source.coercions()
         assert (repair.column, repair.count) == ("s", 1)
+
+
+def test_repeated_loads_from_one_source_report_each_coercion_once(tmp_path: Path) -> None:
+    path = tmp_path / "odd.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (d DATE, s TEXT)")
+        conn.execute("INSERT INTO t VALUES ('soon', CAST(x'ff' AS TEXT))")
+    with polysql.connect(f"sqlite:///{path}") as source:
+        reports = []
+        for _ in range(2):
+            with polysql.connect("duckdb://", read_only=False) as target:
+                reports.append(target.load(source))
+    for report in reports:
+        assert sorted((c.column, c.count) for c in report.coercions) == [("d", 1), ("s", 1)]

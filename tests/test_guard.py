@@ -23,6 +23,7 @@ HOSTILE = [
     ("SELECT set_config('role', 'postgres', false)", "postgres"),
     ("SELECT * FROM read_csv('/etc/passwd')", "duckdb"),
     ("SELECT a INTO new_table FROM t", "postgres"),
+    ("SELECT GET_LOCK('polysql', 10)", "mysql"),  # would outlive the rolled-back transaction
 ]
 BENIGN = [
     ("SELECT a, COUNT(*) FROM t WHERE x GLOB 'a*' GROUP BY a ORDER BY 2 DESC LIMIT 3", "sqlite"),

@@ -27,6 +27,7 @@ from polysql.backends._load_files import (
 )
 from polysql.backends._sqlite_types import quote_ident
 from polysql.errors import LoadError
+from polysql.naming import NameMode, check_mode, rename_tables
 from polysql.schema import Coercion, ColumnType, LoadReport, Table
 
 if TYPE_CHECKING:
@@ -58,13 +59,13 @@ def create_table_sql(table: Table) -> str:
     return f"CREATE TABLE {quote_ident(table.name)} ({columns})"
 
 
-def _insert_rows(conn: duckdb.DuckDBPyConnection, source: Backend, table: Table) -> int:
+def _insert_rows(conn: duckdb.DuckDBPyConnection, source: Backend, table: Table, *, into: str) -> int:
     view = f"polysql_batch_{uuid.uuid4().hex}"
     loaded = 0
     for batch in source.read_table(table):
         conn.register(view, pa.Table.from_batches([batch]))
         try:
-            conn.execute(f"INSERT INTO {quote_ident(table.name)} SELECT * FROM {quote_ident(view)}")
+            conn.execute(f"INSERT INTO {quote_ident(into)} SELECT * FROM {quote_ident(view)}")
         finally:
             conn.unregister(view)
         loaded += batch.num_rows
@@ -119,17 +120,18 @@ def copy_views(conn: duckdb.DuckDBPyConnection, source: Backend, *,
 
 
 def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
-                replace: bool) -> tuple[dict[str, int], list[Coercion]]:
+                replace: bool, names: NameMode = "exact") -> tuple[dict[str, int], list[Coercion]]:
     """Create and fill every source table in ``conn``; row counts and coercions."""
-    tables = source.tables()
+    source_tables = source.tables()
     notes: list[Coercion] = []
     counts: dict[str, int] = {}
-    for table in tables:
+    for origin, table in zip(source_tables, rename_tables(source_tables, names), strict=True):
         try:
             if replace:
                 conn.execute(f"DROP TABLE IF EXISTS {quote_ident(table.name)}")
             conn.execute(create_table_sql(table))
-            counts[table.name] = _insert_rows(conn, source, table)
+            # rows are read by the source's names and inserted by position
+            counts[table.name] = _insert_rows(conn, source, origin, into=table.name)
         except duckdb.Error as exc:
             raise LoadError(f"cannot load table {table.name!r} into DuckDB: {exc}") from exc
         if table.row_count is not None and counts[table.name] != table.row_count:
@@ -161,17 +163,21 @@ def _refuse_if_open_here(path: Path, config: dict[str, Any]) -> None:
 
 
 def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str | None,
-                     replace: bool) -> LoadReport:
+                     replace: bool, names: str = "exact") -> LoadReport:
     """The DuckDB side of ``polysql.load``; the caller holds ``target``'s lock."""
     if target.read_only:
         raise LoadError(f"{target!r} was opened read-only; connect with read_only=False to load")
+    mode = check_mode(names)
     fingerprint = fingerprint or source.fingerprint()
+    if mode != "exact":  # a copy under other names is a different copy: never skip into it
+        fingerprint = f"{fingerprint}+names={mode}"
     origin = source_name(source)
     path = target.path
 
     def build() -> LoadReport:
         if path is None:
-            counts, coercions = copy_tables(target._connection(), source, replace=replace)
+            counts, coercions = copy_tables(target._connection(), source, replace=replace,
+                                            names=mode)
             return LoadReport(origin, source_name(target), fingerprint, tables=counts,
                               coercions=coercions)
         target._release()  # nothing may hold the old file while it is replaced
@@ -179,7 +185,7 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
         with atomic_build(path, _COMPANIONS) as temporary:
             conn = duckdb.connect(str(temporary), config=dict(target._config))
             try:
-                counts, coercions = copy_tables(conn, source, replace=False)
+                counts, coercions = copy_tables(conn, source, replace=False, names=mode)
                 conn.execute("CHECKPOINT")
             finally:
                 conn.close()

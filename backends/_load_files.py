@@ -117,10 +117,8 @@ def timed(build: Callable[[], LoadReport]) -> LoadReport:
 
 
 def source_coercions(source: Any) -> list[Coercion]:
-    """Coercions a source reports for its type decisions (sources that need none have no
-    ``coercions`` method)."""
-    method = getattr(source, "coercions", None)
-    return list(method()) if callable(method) else []
+    """Coercions a source reports for its type decisions (``Backend.coercions``)."""
+    return list(source.coercions())
 
 
 def source_name(source: Any) -> str:

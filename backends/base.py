@@ -21,7 +21,7 @@ import pyarrow as pa
 from sqlalchemy.engine import URL
 
 from polysql.model import Result
-from polysql.schema import LoadReport, Table
+from polysql.schema import Coercion, LoadReport, Table
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
@@ -90,11 +90,17 @@ class Backend(ABC):
         """A digest identifying the database's content, used to make loads idempotent."""
         raise NotImplementedError(f"{self.name} backend cannot serve as a load source yet")
 
+    def coercions(self) -> list[Coercion]:
+        """Values whose stored form disagreed with the type chosen for them when serving as a
+        load source (dynamically typed sources such as SQLite); typed engines have none."""
+        return []
+
     # -- load (target side) -----------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None,
-             replace: bool = False) -> LoadReport:
+             replace: bool = False, names: str = "exact") -> LoadReport:
         """Copy every table of ``source`` into this engine, idempotently (skip when the
-        fingerprint matches what is already loaded, unless ``replace``)."""
+        fingerprint matches what is already loaded, unless ``replace``). ``names`` is a
+        :mod:`polysql.naming` mode: ``exact`` (default), ``lower`` or ``snake``."""
         raise NotImplementedError(f"{self.name} backend cannot be a load target yet")
 
     # -- context manager --------------------------------------------------------------------

@@ -206,8 +206,9 @@ class DuckDBBackend(Backend):
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None,
-             replace: bool = False) -> LoadReport:
+             replace: bool = False, names: str = "exact") -> LoadReport:
         from polysql.backends._duckdb_load import load_into_duckdb
 
         with self._lock:
-            return load_into_duckdb(self, source, fingerprint=fingerprint, replace=replace)
+            return load_into_duckdb(self, source, fingerprint=fingerprint, replace=replace,
+                                    names=names)

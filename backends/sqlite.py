@@ -231,8 +231,12 @@ class SQLiteBackend(Backend):
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None,
-             replace: bool = False) -> LoadReport:
+             replace: bool = False, names: str = "exact") -> LoadReport:
         from polysql.backends._sqlite_load import load_into_sqlite
 
+        if names != "exact":
+            raise ConfigError(
+                f"a SQLite target is a byte-for-byte copy of its SQLite source; names={names!r} "
+                "applies to DuckDB, PostgreSQL and MySQL targets only")
         with self._lock:
             return load_into_sqlite(self, source, fingerprint=fingerprint, replace=replace)

@@ -247,11 +247,13 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
 @click.argument("source_url")
 @click.argument("target_url")
 @click.option("--replace", is_flag=True, help="Reload even if the target already holds this source.")
-def load_cmd(source_url: str, target_url: str, replace: bool) -> None:
+@click.option("--names", type=click.Choice(["exact", "lower", "snake"]), default="exact",
+              show_default=True, help="Keep source names exactly, or make them engine-idiomatic.")
+def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> None:
     """Copy the database at SOURCE_URL into TARGET_URL (idempotent)."""
     from polysql import load
 
-    report = load(source_url, target_url, replace=replace)
+    report = load(source_url, target_url, replace=replace, names=names)
     if report.skipped:
         stdout.print(f"{target_url} already holds this source (fingerprint {report.fingerprint[:16]}…); "
                   "nothing to do (use --replace to reload)")

@@ -10,17 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from polysql.errors import EngineUnavailableError, LoadError
+from polysql.naming import check_mode
 from polysql.registry import backend_class, connect, parse_url
 from polysql.schema import LoadReport
 
 
-def load(source_url: str, target_url: str, *, replace: bool = False,
+def load(source_url: str, target_url: str, *, replace: bool = False, names: str = "exact",
          **options: Any) -> LoadReport:
     """Copy every table of the database at ``source_url`` into ``target_url``.
 
     Skipped (``report.skipped``) when the target already holds this exact source, unless
-    ``replace``. ``options`` go to the target's ``connect`` (e.g. ``threads`` for DuckDB).
+    ``replace``. ``names``: ``exact`` (default), ``lower`` or ``snake`` (see polysql.naming).
+    ``options`` go to the target's ``connect`` (e.g. ``threads`` for DuckDB).
     """
+    check_mode(names)
     source_cls = backend_class(source_url)
     target_cls = backend_class(target_url)
     if "load_source" not in source_cls.capabilities:
@@ -36,6 +39,6 @@ def load(source_url: str, target_url: str, *, replace: bool = False,
         raise LoadError(f"cannot open the load source {source_path or source_url!r}: {exc}") from exc
     try:
         with connect(target_url, read_only=False, **options) as target:
-            return target.load(source, replace=replace)
+            return target.load(source, replace=replace, names=names)
     finally:
         source.close()

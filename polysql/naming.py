@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Literal
 
 from polysql.errors import ConfigError, LoadError
+from polysql.schema import ForeignKey, Table
 
 NameMode = Literal["exact", "lower", "snake"]
 NAME_MODES: tuple[str, ...] = ("exact", "lower", "snake")
@@ -50,3 +52,29 @@ def convert_all(names: Iterable[str], mode: NameMode, *, where: str) -> dict[str
         seen[new] = name
         mapping[name] = new
     return mapping
+
+
+def rename_tables(tables: list[Table], mode: NameMode) -> list[Table]:
+    """Copies of ``tables`` with table, column and key names converted by ``mode``."""
+    if mode == "exact":
+        return tables
+    table_names = convert_all([t.name for t in tables], mode, where="the table list")
+    renamed: list[Table] = []
+    for table in tables:
+        cols = convert_all([c.name for c in table.columns], mode, where=f"table {table.name!r}")
+        ref_cols = {t.name: convert_all([c.name for c in t.columns], mode, where=f"table {t.name!r}")
+                    for t in tables}
+        renamed.append(Table(
+            name=table_names[table.name],
+            columns=[replace(c, name=cols[c.name]) for c in table.columns],
+            primary_key=tuple(cols[c] for c in table.primary_key),
+            foreign_keys=[
+                ForeignKey(tuple(cols[c] for c in fk.columns),
+                           table_names.get(fk.ref_table, convert(fk.ref_table, mode)),
+                           tuple(ref_cols.get(fk.ref_table, {}).get(c, convert(c, mode))
+                                 for c in fk.ref_columns))
+                for fk in table.foreign_keys
+            ],
+            row_count=table.row_count,
+        ))
+    return renamed

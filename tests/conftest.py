@@ -7,9 +7,10 @@ evaluation :class:`~polysql.backends.base.Backend` holding a copy of a small fix
 accents, trailing spaces, duplicate rows) built with sqlite3 and loaded with ``polysql.load``.
 ``writable_backend`` yields an empty scratch database of the same engine opened for writing.
 
-Adding an engine is one entry in ``ENGINES``: a :class:`EngineEntry` saying where its fixture copy
-lives and where a scratch database is. If the engine cannot be reached (client not installed,
-server down, URL not configured) the factory raises ``EngineUnavailableError`` and its tests are
+Adding an engine is one entry in ``ENGINES``: a :class:`EngineEntry` that provisions its copy of
+the fixture (server engines go through their ``tests/_engine_<name>.py`` hook, which also cleans
+up). If the engine cannot be reached (client not installed, server down) provisioning raises
+``EngineUnavailableError`` and its tests are
 skipped with the reason -- unless the engine is named in ``POLYSQL_REQUIRE`` (comma-separated,
 e.g. ``POLYSQL_REQUIRE=sqlite,duckdb`` in CI), in which case they fail.
 
@@ -25,6 +26,8 @@ the marker is removed.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -33,6 +36,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+import sqlglot
+import sqlglot.errors
 
 import polysql
 from polysql.backends.base import Backend
@@ -45,20 +50,59 @@ GAP_MARKERS = ("notimpl", "notyet", "never")
 class EngineEntry:
     """How the suite gets at one engine.
 
-    ``copy_url(workdir)`` is the URL the fixture database is loaded into; ``scratch_url()`` an
-    empty database the tests may write to. Both raise EngineUnavailableError when the engine
-    cannot be reached.
+    ``provision(source, workdir)`` loads the SQLite fixture database into the engine and returns
+    a read-only evaluation backend; ``cleanup()`` removes what it made (servers). ``scratch_url()``
+    is an empty database the tests may write to, for engines where evaluation connections can
+    write at all (server engines evaluate as a SELECT-only reader, so they have none). Each raises
+    EngineUnavailableError when the engine cannot be reached.
     """
 
-    copy_url: Callable[[Path], str]
-    scratch_url: Callable[[], str]
+    provision: Callable[[Path, Path], Backend]
+    cleanup: Callable[[], None] = lambda: None
+    scratch_url: Callable[[], str] | None = None
+
+
+def _file_engine(scheme: str, suffix: str) -> Callable[[Path, Path], Backend]:
+    def provision(source: Path, workdir: Path) -> Backend:
+        url = f"{scheme}:///{workdir / ('fixture' + suffix)}"
+        polysql.load(f"sqlite:///{source}", url)
+        return polysql.connect(url)
+
+    return provision
+
+
+def _server_engine(module_name: str) -> EngineEntry:
+    """A server engine through its tests/_engine_<name>.py hook (one database per session)."""
+    tag = f"suite{os.getpid()}"
+
+    def hook() -> Any:
+        path = Path(__file__).with_name(f"_engine_{module_name}.py")
+        spec = importlib.util.spec_from_file_location(f"_engine_{module_name}", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def provision(source: Path, workdir: Path) -> Backend:
+        engine = hook()
+        try:
+            return engine.provision(source, tag)
+        except engine.ServerUnavailable as exc:
+            raise EngineUnavailableError(str(exc)) from exc
+
+    def cleanup() -> None:
+        engine = hook()
+        with contextlib.suppress(engine.ServerUnavailable):
+            engine.cleanup(tag)
+
+    return EngineEntry(provision=provision, cleanup=cleanup)
 
 
 ENGINES: dict[str, EngineEntry] = {
-    "sqlite": EngineEntry(lambda workdir: f"sqlite:///{workdir / 'fixture.sqlite'}",
-                         lambda: "sqlite://"),
-    "duckdb": EngineEntry(lambda workdir: f"duckdb:///{workdir / 'fixture.duckdb'}",
-                         lambda: "duckdb://"),
+    "sqlite": EngineEntry(_file_engine("sqlite", ".sqlite"), scratch_url=lambda: "sqlite://"),
+    "duckdb": EngineEntry(_file_engine("duckdb", ".duckdb"), scratch_url=lambda: "duckdb://"),
+    "postgres": _server_engine("postgres"),
+    "mysql": _server_engine("mysql"),
 }
 
 
@@ -143,46 +187,50 @@ def _engine_params() -> list[Any]:
 
 
 @pytest.fixture(scope="session")
-def loaded_copies(fixture_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
-    """``url_of(engine)``: the URL of that engine's copy of the fixture database, loaded once per
-    session (tests that parametrize ``backend`` indirectly reuse it). An engine found unavailable
-    is not tried again, so an unreachable server costs one connection timeout, not one per test."""
-    urls: dict[str, str | EngineUnavailableError] = {}
+def engine_backends(fixture_db: Path,
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Backend]]:
+    """``backend_of(engine)``: a read-only evaluation backend on that engine's copy of the fixture
+    database, provisioned once per session. An engine found unavailable is not tried again, so an
+    unreachable server costs one connection attempt, not one per test."""
+    opened: dict[str, Backend | EngineUnavailableError] = {}
 
-    def url_of(name: str) -> str:
-        if name not in urls:
+    def backend_of(name: str) -> Backend:
+        if name not in opened:
             try:
-                url = ENGINES[name].copy_url(tmp_path_factory.mktemp(name))
-                polysql.load(f"sqlite:///{fixture_db}", url)
-                urls[name] = url
+                opened[name] = ENGINES[name].provision(fixture_db, tmp_path_factory.mktemp(name))
             except EngineUnavailableError as exc:
-                urls[name] = exc
-        known = urls[name]
+                opened[name] = exc
+        known = opened[name]
         if isinstance(known, EngineUnavailableError):
             raise known
         return known
 
-    return url_of
+    yield backend_of
+    for name, known in opened.items():
+        if isinstance(known, Backend):
+            known.close()
+            ENGINES[name].cleanup()
 
 
 @pytest.fixture(scope="session", params=_engine_params())
-def backend(request: pytest.FixtureRequest, loaded_copies: Callable[[str], str]) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest,
+            engine_backends: Callable[[str], Backend]) -> Backend:
     """A read-only evaluation connection to ``request.param``'s copy of the fixture database."""
     name: str = request.param
     try:
-        conn = polysql.connect(loaded_copies(name))
+        return engine_backends(name)
     except EngineUnavailableError as exc:
         unavailable(name, str(exc))
-    with conn:
-        yield conn
 
 
-@pytest.fixture(params=_engine_params())
+@pytest.fixture(params=[p for p in _engine_params() if ENGINES[p.values[0]].scratch_url])
 def writable_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """An empty scratch database of ``request.param``'s engine, opened for writing."""
     name: str = request.param
+    scratch_url = ENGINES[name].scratch_url
+    assert scratch_url is not None
     try:
-        conn = polysql.connect(ENGINES[name].scratch_url(), read_only=False)
+        conn = polysql.connect(scratch_url(), read_only=False)
     except EngineUnavailableError as exc:
         unavailable(name, str(exc))
     with conn:
@@ -207,3 +255,39 @@ def _declared_gaps(request: pytest.FixtureRequest) -> None:
             request.applymarker(pytest.mark.xfail(
                 strict=True, raises=marker.kwargs.get("raises"),
                 reason=f"{marker.name} on {engine}: {reason}".rstrip(": ")))
+
+
+# -- SQL written once for every engine -------------------------------------------------------
+
+# Engines whose default SQL mode reads "double-quoted" text as an identifier.
+_ANSI_QUOTING = {"sqlite", "duckdb", "postgres"}
+# A statement that runs far longer than any test timeout. MariaDB stops a runaway recursive CTE
+# after max_recursive_iterations rows instead of running on, so servers sleep instead.
+SLOW_QUERIES = {
+    "postgres": "SELECT pg_sleep(600)",
+    "mysql": "SELECT SLEEP(600)",
+}
+LONG_RECURSION = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+@pytest.fixture
+def q(backend: Backend) -> Callable[[str], str]:
+    """Test SQL is written with "double-quoted" identifiers; this renders it for the engine
+    under test (sqlglot, statement by statement). Text sqlglot cannot parse -- the syntax-error
+    tests -- is passed through unchanged."""
+    if backend.name in _ANSI_QUOTING:
+        return lambda text: text
+
+    def render(text: str) -> str:
+        try:
+            statements = sqlglot.transpile(text, read="postgres", write=backend.dialect)
+        except sqlglot.errors.SqlglotError:
+            return text
+        return "; ".join(statements) + (";" if text.rstrip().endswith(";") else "")
+
+    return render
+
+
+@pytest.fixture
+def slow_query(backend: Backend) -> str:
+    return SLOW_QUERIES.get(backend.name, LONG_RECURSION)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from polysql.backends.base import Backend
 from polysql.model import Result
 
-LONG_RECURSION = (
-    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
-)
 
-
-def test_returns_columns_rows_and_types(backend: Backend) -> None:
+def test_returns_columns_rows_and_types(backend: Backend, q: Callable[[str], str]) -> None:
     result = backend.execute(
-        'SELECT "CustomerID", "Name" FROM "Customers" WHERE "CustomerID" IN (1, 3) '
-        'ORDER BY "CustomerID"')
+        q('SELECT "CustomerID", "Name" FROM "Customers" WHERE "CustomerID" IN (1, 3) '
+        'ORDER BY "CustomerID"'))
     assert result.ok, result.error
     assert result.columns == ["CustomerID", "Name"]
     assert result.rows == [(1, "Zoë"), (3, "Ann  ")]
@@ -23,32 +21,32 @@ def test_returns_columns_rows_and_types(backend: Backend) -> None:
     assert result.elapsed >= 0
 
 
-def test_null_and_aggregate(backend: Backend) -> None:
-    result = backend.execute('SELECT count(*), count("City") FROM "Customers"')
+def test_null_and_aggregate(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT count(*), count("City") FROM "Customers"'))
     assert result.ok, result.error
     assert result.rows == [(4, 3)]
 
 
-def test_duplicate_rows_are_kept(backend: Backend) -> None:
-    result = backend.execute('SELECT "OrderID" FROM "order items" WHERE "OrderID" = 10')
+def test_duplicate_rows_are_kept(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "OrderID" FROM "order items" WHERE "OrderID" = 10'))
     assert result.rows == [(10,), (10,)]
 
 
-def test_max_rows_truncates(backend: Backend) -> None:
-    result = backend.execute('SELECT "CustomerID" FROM "Customers" ORDER BY "CustomerID"',
+def test_max_rows_truncates(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "CustomerID" FROM "Customers" ORDER BY "CustomerID"'),
                              max_rows=2)
     assert result.ok, result.error
     assert result.rows == [(1,), (2,)]
     assert result.truncated
 
 
-def test_exactly_max_rows_is_not_truncated(backend: Backend) -> None:
-    result = backend.execute('SELECT "CustomerID" FROM "Customers"', max_rows=4)
+def test_exactly_max_rows_is_not_truncated(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "CustomerID" FROM "Customers"'), max_rows=4)
     assert len(result.rows) == 4 and not result.truncated
 
 
-def test_empty_result_keeps_columns(backend: Backend) -> None:
-    result = backend.execute('SELECT "Name" FROM "Customers" WHERE 1 = 0')
+def test_empty_result_keeps_columns(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "Name" FROM "Customers" WHERE 1 = 0'))
     assert result.ok and result.columns == ["Name"] and result.rows == []
 
 
@@ -59,35 +57,36 @@ def _assert_error(result: Result, kind: str) -> None:
     assert result.columns == [] and result.rows == []
 
 
-def test_syntax_error(backend: Backend) -> None:
-    _assert_error(backend.execute("SELEC 1 FROM"), "syntax")
+def test_syntax_error(backend: Backend, q: Callable[[str], str]) -> None:
+    _assert_error(backend.execute(q("SELEC 1 FROM")), "syntax")
 
 
-def test_unknown_table_is_runtime(backend: Backend) -> None:
-    _assert_error(backend.execute("SELECT * FROM no_such_table"), "runtime")
+def test_unknown_table_is_runtime(backend: Backend, q: Callable[[str], str]) -> None:
+    _assert_error(backend.execute(q("SELECT * FROM no_such_table")), "runtime")
 
 
-def test_unknown_column_is_runtime(backend: Backend) -> None:
-    _assert_error(backend.execute('SELECT no_such_column FROM "Customers"'), "runtime")
+def test_unknown_column_is_runtime(backend: Backend, q: Callable[[str], str]) -> None:
+    _assert_error(backend.execute(q('SELECT no_such_column FROM "Customers"')), "runtime")
 
 
-def test_timeout(backend: Backend) -> None:
-    result = backend.execute(LONG_RECURSION, timeout=0.5)
+def test_timeout(backend: Backend, slow_query: str) -> None:
+    result = backend.execute(slow_query, timeout=0.5)
     _assert_error(result, "timeout")
     assert result.elapsed < 5
 
 
-def test_connection_usable_after_timeout(backend: Backend) -> None:
-    backend.execute(LONG_RECURSION, timeout=0.2)
-    assert backend.execute('SELECT count(*) FROM "Customers"').rows == [(4,)]
+def test_connection_usable_after_timeout(backend: Backend, q: Callable[[str], str],
+                                         slow_query: str) -> None:
+    backend.execute(slow_query, timeout=0.2)
+    assert backend.execute(q('SELECT count(*) FROM "Customers"')).rows == [(4,)]
 
 
-def test_multiple_statements_refused(backend: Backend) -> None:
-    _assert_error(backend.execute('SELECT 1; SELECT 2'), "forbidden")
+def test_multiple_statements_refused(backend: Backend, q: Callable[[str], str]) -> None:
+    _assert_error(backend.execute(q('SELECT 1; SELECT 2')), "forbidden")
 
 
-def test_trailing_semicolon_is_fine(backend: Backend) -> None:
-    assert backend.execute('SELECT count(*) FROM "Customers";').rows == [(4,)]
+def test_trailing_semicolon_is_fine(backend: Backend, q: Callable[[str], str]) -> None:
+    assert backend.execute(q('SELECT count(*) FROM "Customers";')).rows == [(4,)]
 
 
 def test_version_is_reported(backend: Backend) -> None:
@@ -95,8 +94,8 @@ def test_version_is_reported(backend: Backend) -> None:
     assert isinstance(version, str) and any(ch.isdigit() for ch in version)
 
 
-def test_timeout_leaves_fast_queries_alone(backend: Backend) -> None:
-    assert backend.execute("SELECT 1", timeout=5.0).ok
+def test_timeout_leaves_fast_queries_alone(backend: Backend, q: Callable[[str], str]) -> None:
+    assert backend.execute(q("SELECT 1"), timeout=5.0).ok
 
 
 def test_writable_scratch_database_takes_setup_statements(writable_backend: Backend) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -40,54 +41,54 @@ def _neutral_sorted(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("table", ["Customers", "order items"])
-def test_table_and_column_names_are_exact(backend: Backend, table: str, fixture_db: Path) -> None:
+def test_table_and_column_names_are_exact(backend: Backend, q: Callable[[str], str], table: str, fixture_db: Path) -> None:
     with sqlite3.connect(fixture_db) as conn:
         expected = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
-    result = backend.execute(f'SELECT * FROM "{table}" WHERE 1 = 0')
+    result = backend.execute(q(f'SELECT * FROM "{table}" WHERE 1 = 0'))
     assert result.ok, result.error
     assert result.columns == expected
 
 
 @pytest.mark.parametrize("table", ["Customers", "order items"])
-def test_every_row_and_value_round_trips(backend: Backend, table: str, fixture_db: Path) -> None:
-    result = backend.execute(f'SELECT * FROM "{table}"')
+def test_every_row_and_value_round_trips(backend: Backend, q: Callable[[str], str], table: str, fixture_db: Path) -> None:
+    result = backend.execute(q(f'SELECT * FROM "{table}"'))
     assert result.ok, result.error
     assert _neutral_sorted(result.rows) == _neutral_sorted(_source_rows(fixture_db, table))
 
 
-def test_trailing_spaces_and_accents_survive(backend: Backend) -> None:
-    result = backend.execute('SELECT "Name" FROM "Customers" WHERE "CustomerID" IN (1, 2, 3) '
-                             'ORDER BY "CustomerID"')
+def test_trailing_spaces_and_accents_survive(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "Name" FROM "Customers" WHERE "CustomerID" IN (1, 2, 3) '
+                             'ORDER BY "CustomerID"'))
     assert result.rows == [("Zoë",), ("José ",), ("Ann  ",)]
 
 
-def test_nulls_stay_null(backend: Backend) -> None:
-    result = backend.execute('SELECT "City", "Joined", "IsActive", "Balance" FROM "Customers" '
-                             'WHERE "CustomerID" = 3')
+def test_nulls_stay_null(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "City", "Joined", "IsActive", "Balance" FROM "Customers" '
+                             'WHERE "CustomerID" = 3'))
     assert result.rows == [(None, None, None, None)]
 
 
-def test_dates_compare_as_dates(backend: Backend) -> None:
-    result = backend.execute('SELECT "CustomerID" FROM "Customers" '
-                             "WHERE \"Joined\" >= '2020-01-01' ORDER BY \"CustomerID\"")
+def test_dates_compare_as_dates(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "CustomerID" FROM "Customers" '
+                             "WHERE \"Joined\" >= '2020-01-01' ORDER BY \"CustomerID\""))
     assert result.rows == [(1,), (2,)]
 
 
-def test_money_sums_exactly(backend: Backend) -> None:
-    result = backend.execute('SELECT sum("Balance") FROM "Customers"')
+def test_money_sums_exactly(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT sum("Balance") FROM "Customers"'))
     assert neutral(result.rows[0][0]) == Decimal("105.25")
 
 
-def test_booleans_filter(backend: Backend) -> None:
-    result = backend.execute('SELECT "CustomerID" FROM "Customers" WHERE "IsActive" '
-                             'ORDER BY "CustomerID"')
+def test_booleans_filter(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "CustomerID" FROM "Customers" WHERE "IsActive" '
+                             'ORDER BY "CustomerID"'))
     assert result.rows == [(1,), (4,)]
 
 
 @pytest.mark.never(["sqlite"], reason="SQLite has no static result types: an all-NULL column "
                                       "has no storage class to report")
-def test_types_known_for_all_null_column(backend: Backend) -> None:
-    result = backend.execute('SELECT "City" FROM "Customers" WHERE "City" IS NULL')
+def test_types_known_for_all_null_column(backend: Backend, q: Callable[[str], str]) -> None:
+    result = backend.execute(q('SELECT "City" FROM "Customers" WHERE "City" IS NULL'))
     assert result.rows == [(None,)]
     assert result.types[0] != ""
 

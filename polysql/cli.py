@@ -131,7 +131,7 @@ class _RichObserver:
 
 def _summary_table(outcome: Any) -> Table:
     table = Table(title=f"accuracy — {', '.join(outcome.summary.datasets)}")
-    for col in ("predictor", "engine", "accuracy", "95% CI", "correct/total", "exec errors", "no SQL"):
+    for col in ("predictor", "engine", "accuracy", "95% CI", "ok/n", "errors", "no SQL"):
         table.add_column(col, justify="left" if col in ("predictor", "engine") else "right")
     for c in outcome.summary.cells:
         errors = sum(c.error_kinds.values())

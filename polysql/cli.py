@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -74,7 +75,7 @@ class PolysqlGroup(click.Group):
         except PolysqlError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             ctx.exit(_exit_code(exc))
         except KeyboardInterrupt:
             console.print("interrupted; re-run the same command to resume")
@@ -84,7 +85,7 @@ class PolysqlGroup(click.Group):
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} "
+            console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                           "(re-run with --debug for the traceback, and please report it)")
             ctx.exit(EXIT_INTERNAL)
 
@@ -126,7 +127,7 @@ class _RichObserver:
         self.progress.update(self.task, advance=1, **({"acc": acc} if acc else {}))
 
     def message(self, text: str) -> None:
-        self.progress.console.print(text)
+        self.progress.console.print(escape(text), highlight=False)
 
 
 def _summary_table(outcome: Any) -> Table:
@@ -190,18 +191,18 @@ def sweep(dataset: str, engines: str, predictors: str, out: Path | None, timeout
     with progress:
         outcome = runner.run()
     for problem in outcome.problems:
-        console.print(f"[yellow]warning:[/] {problem}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
     run_info = json.loads((outcome.run_dir / "run.json").read_text(encoding="utf-8"))
     paths = write_reports(outcome.summary, outcome.run_dir, run_info)
     stdout.print(_summary_table(outcome))
     console.print(f"{outcome.written} new records, {outcome.resumed} resumed, {outcome.cache_hits} "
-                  f"cache hits, {outcome.elapsed:.1f} s; wrote {', '.join(str(p) for p in paths)}")
+                  f"cache hits, {outcome.elapsed:.1f} s; wrote {escape(', '.join(str(p) for p in paths))}")
     if outcome.interrupted:
         console.print("interrupted; re-run the same command to resume")
         sys.exit(EXIT_INTERRUPTED)
     if outcome.dead_engines:
         for name, why in outcome.dead_engines.items():
-            console.print(f"[red]engine {name} was abandoned:[/] {why}; its remaining work is pending, "
+            console.print(f"[red]engine {escape(name)} was abandoned:[/] {escape(why)}; its remaining work is pending, "
                           "re-run to resume once it is back")
         sys.exit(EXIT_INCOMPLETE)
 
@@ -239,7 +240,7 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:
         mark = "[green]match[/]" if verdict.match else "[red]mismatch[/]"
-        stdout.print(f"{mark}: {verdict.reason}", highlight=False)
+        stdout.print(f"{mark}: {escape(verdict.reason)}", highlight=False)
     sys.exit(0 if verdict.match else EXIT_MISMATCH)
 
 
@@ -255,7 +256,7 @@ def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> Non
 
     report = load(source_url, target_url, replace=replace, names=names)
     if report.skipped:
-        stdout.print(f"{target_url} already holds this source (fingerprint {report.fingerprint[:16]}…); "
+        stdout.print(f"{escape(target_url)} already holds this source (fingerprint {report.fingerprint[:16]}…); "
                   "nothing to do (use --replace to reload)")
         return
     table = Table(title=f"loaded {source_url} → {target_url} in {report.elapsed:.2f} s")
@@ -265,7 +266,7 @@ def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> Non
         table.add_row(name, str(rows))
     stdout.print(table)
     for coercion in report.coercions:
-        console.print(f"[yellow]coercion:[/] {coercion.table}.{coercion.column}: {coercion.message} "
+        console.print(f"[yellow]coercion:[/] {escape(f'{coercion.table}.{coercion.column}: {coercion.message}')} "
                       f"({coercion.count} value(s))", highlight=False)
 
 
@@ -279,6 +280,24 @@ def schema_cmd(url: str, sample_rows: int) -> None:
 
     with connect(url) as backend:
         click.echo(render_schema(backend, sample_rows=sample_rows), nl=False)
+
+
+@main.command("up")
+@click.option("--engines", "-e", default="postgres,mysql", show_default=True,
+              help="Servers to start: postgres, mysql (MariaDB image).")
+def up_cmd(engines: str) -> None:
+    """Start throwaway PostgreSQL/MariaDB containers (needs Docker) until Ctrl-C."""
+    import time
+
+    from polysql.provision import servers
+
+    wanted = [e.strip() for e in engines.split(",") if e.strip()]
+    with servers(wanted) as urls:
+        items = ",".join(f"{name}={url}" for name, url in urls.items())
+        stdout.print(f"servers are up; in another terminal run:\n  polysql sweep --engines sqlite,duckdb,{escape(items)}")
+        stdout.print("press Ctrl-C to stop and remove them")
+        while True:
+            time.sleep(3600)
 
 
 @main.command("engines")

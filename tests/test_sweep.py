@@ -129,3 +129,13 @@ def test_usage_errors_are_one_clear_line_with_a_stable_exit_code(tmp_path: Path)
     assert code == EXIT_CONFIG and "no backend for engine URL scheme 'nosuch'" in output
     code, output = sweep("--out", str(tmp_path / "r"), "--dataset", "nope")
     assert code != 0 and "nope" in output and "Traceback" not in output
+
+
+def test_up_without_docker_says_what_is_missing_and_how_to_proceed() -> None:
+    """This machine has no Docker engine: `polysql up` must say so (or name the missing
+    extra) in one line, with the way to use existing servers instead."""
+    result = CliRunner().invoke(main, ["up"])
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output
+    assert ("pip install 'polysql[containers]'" in result.output
+            or "no Docker engine is reachable" in result.output)

@@ -39,8 +39,9 @@ def make_specs(count: int, seed: int) -> list[Spec]:
 
 
 def build_rows(specs: list[Spec]) -> list[tuple[Any, ...]]:
-    """Fresh objects for every value, allocated in this side's row order (like a driver)."""
-    return [(i, Decimal(cents) / 100, score + 0.0, f"name-{name}", START + timedelta(days=day))
+    """Fresh objects for every value, allocated in this side's row order (like a driver).
+    ``i + 0`` and ``score + 0.0`` make new int/float objects rather than share the spec's."""
+    return [(i + 0, Decimal(cents) / 100, score + 0.0, f"name-{name}", START + timedelta(days=day))
             for i, cents, score, name, day in specs]
 
 

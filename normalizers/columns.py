@@ -8,7 +8,7 @@ from typing import Any
 from polysql.errors import ComparisonError
 from polysql.model import Result
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import Reading, column_keys, column_types
+from polysql.normalizers.values import FloatKeys, Reading, column_keys, column_types
 
 
 class ResultColumns:
@@ -45,6 +45,8 @@ class ResultColumns:
     def key_types(self, j: int, reading: Reading) -> frozenset[type]:
         """The set of Python types among column ``j``'s keys under ``reading``."""
         keys = self.keys(j, reading)
+        if isinstance(keys, FloatKeys) and keys.array is not None:
+            return frozenset({float})
         if keys is self.raw[j] or (not (reading.numbers or reading.temporal or reading.booleans)
                                    and self.types(j) <= {str, type(None)}):
             return self.types(j)  # keys are the raw values, or text that stayed text

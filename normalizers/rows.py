@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from polysql.normalizers.describe import format_row, format_value, plural, row_span
-from polysql.normalizers.hashing import pairs_equal, row_hashes, split_by_hash
+from polysql.normalizers.hashing import pairs_equal, row_hashes, split_by_hash, surplus_by_hash
 from polysql.normalizers.residue import resolve_residue
 from polysql.normalizers.side import Side
 from polysql.normalizers.tolerance import first_difference, rows_match
@@ -71,12 +71,18 @@ def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
         gold_columns.insert(0, gold_tags.tolist())
         pred_columns.insert(0, pred_tags.tolist())
         checked = [j + 1 for j in checked]
-    split = split_by_hash(gold_hashes, pred_hashes)
-    if pairs_equal([gold_columns[j] for j in checked], [pred_columns[j] for j in checked],
-                   split.gold_paired, split.pred_paired):
-        gold_left, pred_left = split.gold_surplus.tolist(), split.pred_surplus.tolist()
+    if not checked:
+        # Every column's hash is injective or keyed: equal row hashes mean equal rows.
+        gold_extra, pred_extra = surplus_by_hash(gold_hashes, pred_hashes)
+        gold_left, pred_left = gold_extra.tolist(), pred_extra.tolist()
     else:
-        gold_left, pred_left = _exact_surplus(gold_columns, pred_columns, gold.height, pred.height)
+        split = split_by_hash(gold_hashes, pred_hashes)
+        if pairs_equal([gold_columns[j] for j in checked], [pred_columns[j] for j in checked],
+                       split.gold_paired, split.pred_paired):
+            gold_left, pred_left = split.gold_surplus.tolist(), split.pred_surplus.tolist()
+        else:
+            gold_left, pred_left = _exact_surplus(gold_columns, pred_columns, gold.height,
+                                                  pred.height)
     if not gold_left or not pred_left:
         return gold_left, pred_left, 0
     return resolve_residue(gold, pred, gold_left, pred_left, gold_tags, pred_tags)

@@ -111,16 +111,28 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
     return out
 
 
-def _float_array_keys(arr: np.ndarray, policy: ComparePolicy) -> list[Any]:
+class FloatKeys(list):  # type: ignore[type-arg]
+    """Keys of a column converted through float64: the list of keys, plus the same keys as a
+    float64 array so hashing need not convert them back (``array`` is None when some key is not
+    a float: NaN's sentinel, or an exact integer beyond float precision)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, keys: list[Any], array: np.ndarray | None) -> None:
+        super().__init__(keys)
+        self.array = array
+
+
+def _float_array_keys(arr: np.ndarray, policy: ComparePolicy) -> FloatKeys:
     """Keys of a float64 array: integral values kept exactly (so 3.0 meets int 3 in the hash),
     others bucketed to the policy's significant digits."""
     if policy.tolerant:
         integral = (arr == np.trunc(arr)) & (np.abs(arr) < EXACT_FLOAT_INT)
         if not integral.all():
             arr = np.where(integral, arr, round_significant(arr, policy.significant_digits))
-    keys = arr.tolist()
-    nan_positions = np.flatnonzero(np.isnan(arr))
-    for i in nan_positions.tolist():
+    nan_positions = np.flatnonzero(np.isnan(arr)).tolist()
+    keys = FloatKeys(arr.tolist(), None if nan_positions else arr)
+    for i in nan_positions:
         keys[i] = _nan_key(policy)
     return keys
 
@@ -148,8 +160,11 @@ def _decimal_keys(values: Sequence[Decimal], policy: ComparePolicy) -> list[Any]
         return [_decimal_key_slow(d, policy) for d in values]
     keys = _float_array_keys(arr, policy)
     # Beyond float precision an integral Decimal must stay exact (ids, big sums).
-    for i in np.flatnonzero(~(np.abs(arr) < EXACT_FLOAT_INT)).tolist():
+    big = np.flatnonzero(~(np.abs(arr) < EXACT_FLOAT_INT)).tolist()
+    for i in big:
         keys[i] = _decimal_key_slow(values[i], policy)
+    if big:
+        keys.array = None
     return keys
 
 

@@ -294,11 +294,12 @@ class CutTies:
 
 
 def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...]) -> CutTies | None:
-    last = tuple(gold.keys[j][gold.height - 1] for j in keys)
+    key_columns = [gold.key_column(j) for j in keys]
+    last = tuple(column[gold.height - 1] for column in key_columns)
     boundary = gold.height - 1
-    while boundary > 0 and tuple(gold.keys[j][boundary - 1] for j in keys) == last:
+    while boundary > 0 and tuple(column[boundary - 1] for column in key_columns) == last:
         boundary -= 1
-    widened_keys = zip(*(widened.keys[j] for j in keys), strict=True)
+    widened_keys = zip(*(widened.key_column(j) for j in keys), strict=True)
     group_rows = [i for i, key in enumerate(widened_keys) if key == last]
     if len(group_rows) <= gold.height - boundary:
         return None

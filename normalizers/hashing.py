@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from polysql.normalizers.values import materialize
+
 NoneType = type(None)
 HashScheme = Literal["int64", "float64", "strong", "checked"]
 #: key types whose Python hash is a keyed SipHash of their bytes: collisions are negligible
@@ -65,12 +67,12 @@ def hash_columns(columns: Sequence[Sequence[Any]],
     types = frozenset().union(*(key_types(i) for i in range(len(columns))))
     if types and types <= {int, bool}:
         try:
-            return "int64", [np.array(keys, dtype=np.int64).reshape(-1).view(np.uint64)
-                             for keys in columns]
+            return "int64", [np.array(materialize(keys), dtype=np.int64).reshape(-1)
+                             .view(np.uint64) for keys in columns]
         except OverflowError:
             pass  # integers beyond 64 bits: Python's hash, with checks
     if types == {float}:
-        return "float64", [_float_bits(np.array(keys, dtype=np.float64).reshape(-1))
+        return "float64", [_float_bits(np.array(materialize(keys), dtype=np.float64).reshape(-1))
                            for keys in columns]
     kinds = types - {NoneType}
     scheme: HashScheme = "strong" if len(kinds) <= 1 and kinds <= _STRONG_TYPES else "checked"

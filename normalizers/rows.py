@@ -60,23 +60,27 @@ def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
     ``*_tags`` (tie-group numbers) make rows pair only within the same group. Returns
     (unpaired gold positions, unpaired predicted positions, pairs made by tolerance).
     """
-    gold_columns: list[Sequence[Any]] = list(gold.keys)
-    pred_columns: list[Sequence[Any]] = list(pred.keys)
+    tagged = gold_tags is not None and pred_tags is not None
     checked = gold.checked()
-    if gold_tags is None or pred_tags is None:
+    if not tagged:
         gold_hashes, pred_hashes = gold.row_hashes(), pred.row_hashes()
     else:
         gold_hashes = row_hashes([gold_tags.astype(np.uint64), *gold.hashes], gold.height)
         pred_hashes = row_hashes([pred_tags.astype(np.uint64), *pred.hashes], pred.height)
-        gold_columns.insert(0, gold_tags.tolist())
-        pred_columns.insert(0, pred_tags.tolist())
         checked = [j + 1 for j in checked]
+
+    def columns(side: Side, tags: np.ndarray | None) -> list[Sequence[Any]]:
+        keys: list[Sequence[Any]] = list(side.keys)
+        return [tags.tolist(), *keys] if tags is not None and tagged else keys
+
     if not checked:
-        # Every column's hash is injective or keyed: equal row hashes mean equal rows.
+        # Every column's hash is injective or keyed: equal row hashes mean equal rows (up to a
+        # 64-bit collision of whole-row hashes, see polysql.normalizers.hashing).
         gold_extra, pred_extra = surplus_by_hash(gold_hashes, pred_hashes)
         gold_left, pred_left = gold_extra.tolist(), pred_extra.tolist()
     else:
         split = split_by_hash(gold_hashes, pred_hashes)
+        gold_columns, pred_columns = columns(gold, gold_tags), columns(pred, pred_tags)
         if pairs_equal([gold_columns[j] for j in checked], [pred_columns[j] for j in checked],
                        split.gold_paired, split.pred_paired):
             gold_left, pred_left = split.gold_surplus.tolist(), split.pred_surplus.tolist()
@@ -174,7 +178,7 @@ def tie_groups(gold: Side, key_columns: Sequence[int]) -> np.ndarray:
     starts = np.zeros(gold.height, dtype=bool)
     if gold.height > 1:
         for j in key_columns:
-            keys = gold.keys[j]
+            keys = gold.key_column(j)
             starts[1:] |= np.fromiter(map(ne, islice(keys, 1, None), keys), dtype=bool,
                                       count=gold.height - 1)
     return np.cumsum(starts)

@@ -11,7 +11,7 @@ import numpy as np
 
 from polysql.normalizers.hashing import HashScheme, row_hashes
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import Reading, fine_value
+from polysql.normalizers.values import Reading, fine_value, materialize
 
 FineRow = Callable[[int], tuple[Any, ...]]
 #: schemes of columns that hold no approximate numbers (ints compare exactly with ints)
@@ -24,13 +24,25 @@ class Side:
 
     label: str
     raw: list[Sequence[Any]]  # raw values per aligned column
-    keys: list[Sequence[Any]]  # canonical keys per aligned column
+    lazy_keys: list[Sequence[Any]]  # canonical keys per aligned column (FloatKeys stay arrays)
     reading: list[Reading]
     policy: ComparePolicy
     height: int
     schemes: list[HashScheme]  # per column, shared by every side compared with this one
     hashes: list[np.ndarray]  # per column, hashed under ``schemes``
     _row_hashes: np.ndarray | None = field(default=None, repr=False)
+    _keys: list[Sequence[Any]] | None = field(default=None, repr=False)
+
+    @property
+    def keys(self) -> list[Sequence[Any]]:
+        """Canonical keys per aligned column, indexable at C speed (built on first use)."""
+        if self._keys is None:
+            self._keys = [materialize(keys) for keys in self.lazy_keys]
+        return self._keys
+
+    def key_column(self, j: int) -> Sequence[Any]:
+        """Column ``j``'s keys, indexable at C speed, building no other column's list."""
+        return self._keys[j] if self._keys is not None else materialize(self.lazy_keys[j])
 
     def column_hashes(self) -> list[np.ndarray]:
         return self.hashes
@@ -50,9 +62,10 @@ class Side:
     def fine_row(self, i: int) -> tuple[Any, ...]:
         """Row ``i`` as the tolerance pass sees it. Columns hashed as int64 or strong hold no
         approximate numbers (ints compare exactly with ints), so their keys serve as they are."""
-        return tuple(keys[i] if scheme in EXACT_SCHEMES else fine_value(raw[i], self.policy, reading)
-                     for raw, keys, reading, scheme
-                     in zip(self.raw, self.keys, self.reading, self.schemes, strict=True))
+        return tuple(self.key_column(j)[i] if scheme in EXACT_SCHEMES
+                     else fine_value(raw[i], self.policy, reading)
+                     for j, (raw, reading, scheme)
+                     in enumerate(zip(self.raw, self.reading, self.schemes, strict=True)))
 
     def rows(self, positions: Sequence[int]) -> Side:
         """A Side holding only the rows at ``positions`` (in that order)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal, InvalidOperation
@@ -95,32 +95,71 @@ def reading_for(types: frozenset[type], policy: ComparePolicy, *, native_ok: boo
 
 # -- numbers ------------------------------------------------------------------------------------
 
+# Powers of ten by table lookup: an exact, cheap alternative to np.power for integer exponents.
+_POW10_OFFSET = 330
+with np.errstate(over="ignore"):
+    _POW10 = 10.0 ** np.arange(-_POW10_OFFSET, _POW10_OFFSET + 1)
+
+
 def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
     """Round finite non-zero floats to ``digits`` significant digits (others unchanged)."""
-    out = values.copy()
-    finite = np.isfinite(values) & (values != 0)
-    if not finite.any():
-        return out
-    x = values[finite]
-    # Clip keeps 10**k finite for subnormal or huge inputs; such values are then compared by the
-    # tolerance pass rather than by bucket, which is fine because they are rare.
-    exponent = np.clip(np.floor(np.log10(np.abs(x))), -300, 300)
-    scale = np.power(10.0, digits - 1 - exponent)
-    rounded = np.round(x * scale) / scale
-    out[finite] = np.where(np.isfinite(rounded), rounded, x)
-    return out
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        exponent = np.floor(np.log10(np.abs(values)))
+        np.nan_to_num(exponent, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+        # Clip keeps the scale in the table for subnormal or huge inputs; such values then fail
+        # the finiteness test below and stay unrounded (the tolerance pass handles them).
+        np.clip(exponent, -300, 300, out=exponent)
+        scale = _POW10[(digits - 1 - exponent).astype(np.intp) + _POW10_OFFSET]
+        rounded = np.round(values * scale) / scale
+        return np.where(np.isfinite(rounded), rounded, values)
 
 
-class FloatKeys(list):  # type: ignore[type-arg]
-    """Keys of a column converted through float64: the list of keys, plus the same keys as a
-    float64 array so hashing need not convert them back (``array`` is None when some key is not
-    a float: NaN's sentinel, or an exact integer beyond float precision)."""
+class FloatKeys(Sequence[Any]):
+    """Keys of a column converted through float64, held as the float64 array itself.
 
-    __slots__ = ("array",)
+    Hashing reads ``array`` directly; the Python list of keys is built only if something asks
+    for the keys one by one (most comparisons never do). ``patches`` are positions whose key is
+    not that float: NaN's sentinel, or an exact integer beyond float precision; ``array`` is None
+    when there are any, since the array alone then does not describe the keys.
+    """
 
-    def __init__(self, keys: list[Any], array: np.ndarray | None) -> None:
-        super().__init__(keys)
-        self.array = array
+    __slots__ = ("_values", "_patches", "_list")
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._values = values
+        self._patches: dict[int, Any] = {}
+        self._list: list[Any] | None = None
+
+    @property
+    def array(self) -> np.ndarray | None:
+        return None if self._patches else self._values
+
+    def patch(self, i: int, key: Any) -> None:
+        self._patches[i] = key
+        if self._list is not None:
+            self._list[i] = key
+
+    def as_list(self) -> list[Any]:
+        if self._list is None:
+            keys = self._values.tolist()
+            for i, key in self._patches.items():
+                keys[i] = key
+            self._list = keys
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.as_list()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.as_list())
+
+
+def materialize(keys: Sequence[Any]) -> Sequence[Any]:
+    """Keys as a plain sequence with C-speed indexing (builds a FloatKeys' list)."""
+    return keys.as_list() if isinstance(keys, FloatKeys) else keys
 
 
 def _float_array_keys(arr: np.ndarray, policy: ComparePolicy) -> FloatKeys:
@@ -130,10 +169,9 @@ def _float_array_keys(arr: np.ndarray, policy: ComparePolicy) -> FloatKeys:
         integral = (arr == np.trunc(arr)) & (np.abs(arr) < EXACT_FLOAT_INT)
         if not integral.all():
             arr = np.where(integral, arr, round_significant(arr, policy.significant_digits))
-    nan_positions = np.flatnonzero(np.isnan(arr)).tolist()
-    keys = FloatKeys(arr.tolist(), None if nan_positions else arr)
-    for i in nan_positions:
-        keys[i] = _nan_key(policy)
+    keys = FloatKeys(arr)
+    for i in np.flatnonzero(np.isnan(arr)).tolist():
+        keys.patch(i, _nan_key(policy))
     return keys
 
 
@@ -142,7 +180,7 @@ def _nan_key(policy: ComparePolicy) -> Hashable:
     return NAN_KEY if policy.nan_equals_nan else object()
 
 
-def _float_keys(values: Sequence[float], policy: ComparePolicy) -> list[Any]:
+def _float_keys(values: Sequence[float], policy: ComparePolicy) -> Sequence[Any]:
     return _float_array_keys(np.array(values, dtype=np.float64), policy)
 
 
@@ -151,7 +189,7 @@ def _int_keys(values: Sequence[int], policy: ComparePolicy) -> list[Any]:
     return list(values)
 
 
-def _decimal_keys(values: Sequence[Decimal], policy: ComparePolicy) -> list[Any]:
+def _decimal_keys(values: Sequence[Decimal], policy: ComparePolicy) -> Sequence[Any]:
     if not policy.tolerant:
         return [_exact_decimal_key(d, policy) for d in values]
     try:
@@ -160,11 +198,8 @@ def _decimal_keys(values: Sequence[Decimal], policy: ComparePolicy) -> list[Any]
         return [_decimal_key_slow(d, policy) for d in values]
     keys = _float_array_keys(arr, policy)
     # Beyond float precision an integral Decimal must stay exact (ids, big sums).
-    big = np.flatnonzero(~(np.abs(arr) < EXACT_FLOAT_INT)).tolist()
-    for i in big:
-        keys[i] = _decimal_key_slow(values[i], policy)
-    if big:
-        keys.array = None
+    for i in np.flatnonzero(~(np.abs(arr) < EXACT_FLOAT_INT)).tolist():
+        keys.patch(i, _decimal_key_slow(values[i], policy))
     return keys
 
 
@@ -344,7 +379,7 @@ def _generic_key(v: Any, policy: ComparePolicy) -> Hashable:
     return v
 
 
-_HOMOGENEOUS: dict[type, Callable[[Sequence[Any], ComparePolicy], list[Any]]] = {
+_HOMOGENEOUS: dict[type, Callable[[Sequence[Any], ComparePolicy], Sequence[Any]]] = {
     int: _int_keys,
     float: _float_keys,
     Decimal: _decimal_keys,
@@ -359,7 +394,7 @@ _HOMOGENEOUS: dict[type, Callable[[Sequence[Any], ComparePolicy], list[Any]]] = 
 
 
 def _homogeneous_keys(kind: type, values: Sequence[Any], policy: ComparePolicy,
-                      reading: Reading) -> list[Any]:
+                      reading: Reading) -> Sequence[Any]:
     if kind is str:
         return _text_keys_with(values, policy, reading)
     convert = _HOMOGENEOUS.get(kind)

@@ -64,3 +64,13 @@ def test_align_by_name_switch() -> None:
     pred = Result(["b", "a"], [(2, 1)])
     assert compare(gold, pred).match
     assert not compare(gold, pred, align_by_name=False).match
+
+
+def test_value_alignment_takes_the_leftmost_of_identical_columns() -> None:
+    gold = Result(["n"], [(1,), (2,)])
+    pred = Result(["x", "y", "z"], [("a", 1, 1), ("b", 2, 2)])
+    verdict = compare(gold, pred)
+    assert verdict.match
+    assert verdict.details["alignment"] == "value"
+    assert verdict.details["column_map"] == [1]
+    assert verdict.details["ignored_pred_columns"] == ["x", "z"]

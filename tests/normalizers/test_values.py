@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from polysql import Result, compare
+from polysql.errors import ComparisonError
 
 
 def one(value: Any) -> Result:
@@ -147,3 +148,30 @@ def test_python_hash_collisions_never_make_rows_equal(gold: list[tuple[Any, ...]
     verdict = compare(Result(columns, gold), Result(columns, pred))
     assert not verdict.match
     assert "missing from prediction" in verdict.reason
+
+
+def test_integral_decimal_beyond_float_precision_equals_the_same_int_only() -> None:
+    assert same(Decimal(2**60 + 1), 2**60 + 1)
+    assert not same(Decimal(2**60 + 1), 2**60)
+
+
+def test_all_null_columns_match() -> None:
+    gold = Result(["a", "b"], [(None, 1), (None, 2)])
+    pred = Result(["a", "b"], [(None, 2), (None, 1)])
+    assert compare(gold, pred).match
+
+
+def test_ordered_rows_may_differ_within_tolerance() -> None:
+    gold = Result(["id", "x"], [(1, 0.12345649), (2, 5.0)])
+    pred = Result(["id", "x"], [(1, 0.12345651), (2, 5.0)])
+    verdict = compare(gold, pred, gold_sql="SELECT id, x FROM t ORDER BY id")
+    assert verdict.match, verdict.reason
+    assert verdict.details["tolerance_pairs"] == 1
+    strict = compare(gold, pred, gold_sql="SELECT id, x FROM t ORDER BY id", rel_tol=1e-9)
+    assert not strict.match
+    assert "row 1 differs at column 'x'" in strict.reason
+
+
+def test_malformed_result_is_a_clear_error() -> None:
+    with pytest.raises(ComparisonError, match="malformed"):
+        compare(Result(["a", "b"], [(1, 2), (3,)]), Result(["a", "b"], [(1, 2), (3, 4)]))

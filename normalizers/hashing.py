@@ -9,9 +9,10 @@ A column's hash is chosen per aligned column pair (:func:`hash_columns`) so that
 injective (ints as int64, floats as their bits) or a keyed 64-bit SipHash (Python's hash of str,
 bytes and dates); any other column ("checked") has its proposed pairs compared value by value,
 because Python's numeric hash collides by design (hash(-1) == hash(-2)). If a check fails the
-caller falls back to exact counting. What remains is the chance that two different rows mix to
-the same 64-bit row hash: about (gold rows x predicted rows) / 2**64, 5e-8 for two
-million-row results.
+caller falls back to exact counting. Two different rows could still mix to the same 64-bit row
+hash (about (gold rows x predicted rows) / 2**64, 5e-8 for two million-row results); a second,
+differently built checksum summed over the paired rows catches that too, again falling back to
+exact counting.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+#: odd 64-bit multipliers for the checksum (odd: multiplication by them is invertible mod 2**64)
+_CHECK_MULTIPLIERS = (0x2545F4914F6CDD1D, 0x5851F42D4C957F2D, 0x14057B7EF767814F,
+                      0x9E3779B97F4A7C15)
 
 
 def _mix(values: np.ndarray) -> np.ndarray:
@@ -135,6 +139,26 @@ def _runs(sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return sorted_hashes, np.zeros(0, dtype=np.intp)
     starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
     return sorted_hashes[starts], np.diff(np.r_[starts, sorted_hashes.size])
+
+
+def row_checksums(columns: Sequence[np.ndarray], height: int) -> np.ndarray:
+    """A second per-row hash, built differently from :func:`row_hashes` (a weighted sum of the
+    column hashes): two different rows that collide in one are very unlikely to collide in both."""
+    acc = np.zeros(height, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j, hashed in enumerate(columns):
+            acc += (hashed ^ np.uint64(j + 1)) * np.uint64(_CHECK_MULTIPLIERS[j % 4])
+    return acc
+
+
+def same_paired_rows(gold_checks: np.ndarray, pred_checks: np.ndarray,
+                     gold_surplus: np.ndarray, pred_surplus: np.ndarray) -> bool:
+    """Whether the rows paired by row hash (all but the surplus) also agree on their checksums,
+    compared as wrapping sums; a difference exposes a row-hash collision."""
+    with np.errstate(over="ignore"):
+        gold_sum = gold_checks.sum(dtype=np.uint64) - gold_checks[gold_surplus].sum(dtype=np.uint64)
+        pred_sum = pred_checks.sum(dtype=np.uint64) - pred_checks[pred_surplus].sum(dtype=np.uint64)
+    return bool(gold_sum == pred_sum)
 
 
 def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],

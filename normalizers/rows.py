@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from polysql.normalizers.describe import format_row, format_value, plural, row_span
-from polysql.normalizers.hashing import pairs_equal, row_hashes, split_by_hash, surplus_by_hash
+from polysql.normalizers.hashing import (
+    pairs_equal,
+    row_checksums,
+    row_hashes,
+    same_paired_rows,
+    split_by_hash,
+    surplus_by_hash,
+)
 from polysql.normalizers.residue import resolve_residue
 from polysql.normalizers.side import Side
 from polysql.normalizers.tolerance import first_difference, rows_match
@@ -74,10 +81,20 @@ def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
         return [tags.tolist(), *keys] if tags is not None and tagged else keys
 
     if not checked:
-        # Every column's hash is injective or keyed: equal row hashes mean equal rows (up to a
-        # 64-bit collision of whole-row hashes, see polysql.normalizers.hashing).
+        # Every column's hash is injective or keyed: equal row hashes mean equal rows, unless
+        # whole-row hashes collide, which the independent checksum would reveal.
         gold_extra, pred_extra = surplus_by_hash(gold_hashes, pred_hashes)
-        gold_left, pred_left = gold_extra.tolist(), pred_extra.tolist()
+        gold_parts, pred_parts = list(gold.hashes), list(pred.hashes)
+        if tagged:
+            gold_parts.insert(0, gold_tags.astype(np.uint64))  # type: ignore[union-attr]
+            pred_parts.insert(0, pred_tags.astype(np.uint64))  # type: ignore[union-attr]
+        if same_paired_rows(row_checksums(gold_parts, gold.height),
+                            row_checksums(pred_parts, pred.height), gold_extra, pred_extra):
+            gold_left, pred_left = gold_extra.tolist(), pred_extra.tolist()
+        else:
+            gold_left, pred_left = _exact_surplus(columns(gold, gold_tags),
+                                                  columns(pred, pred_tags), gold.height,
+                                                  pred.height)
     else:
         split = split_by_hash(gold_hashes, pred_hashes)
         gold_columns, pred_columns = columns(gold, gold_tags), columns(pred, pred_tags)

@@ -2,8 +2,9 @@
 as a sequence of tie groups (rows tied on the ORDER BY keys form a small bag each).
 
 Everything works on canonical keys held column by column. Bags are paired through sorted row
-hashes (:mod:`polysql.normalizers.hashing`) and every pair is verified value by value; sequences
-are compared column against column in C. Only rows left over go through the per-value tolerance
+hashes (:mod:`polysql.normalizers.hashing`), verified value by value in columns whose hash can
+collide and by an independent checksum otherwise; sequences are compared column against column
+in C. Only rows left over go through the per-value tolerance
 pass, and only they are looked at one by one.
 """
 
@@ -67,43 +68,40 @@ def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
     ``*_tags`` (tie-group numbers) make rows pair only within the same group. Returns
     (unpaired gold positions, unpaired predicted positions, pairs made by tolerance).
     """
-    tagged = gold_tags is not None and pred_tags is not None
+    gold_parts, pred_parts = list(gold.hashes), list(pred.hashes)
     checked = gold.checked()
-    if not tagged:
-        gold_hashes, pred_hashes = gold.row_hashes(), pred.row_hashes()
-    else:
-        gold_hashes = row_hashes([gold_tags.astype(np.uint64), *gold.hashes], gold.height)
-        pred_hashes = row_hashes([pred_tags.astype(np.uint64), *pred.hashes], pred.height)
+    tagged = gold_tags is not None and pred_tags is not None
+    if tagged:
+        assert gold_tags is not None and pred_tags is not None
+        gold_parts.insert(0, gold_tags.astype(np.uint64))
+        pred_parts.insert(0, pred_tags.astype(np.uint64))
         checked = [j + 1 for j in checked]
+        gold_hashes = row_hashes(gold_parts, gold.height)
+        pred_hashes = row_hashes(pred_parts, pred.height)
+    else:
+        gold_hashes, pred_hashes = gold.row_hashes(), pred.row_hashes()
 
     def columns(side: Side, tags: np.ndarray | None) -> list[Sequence[Any]]:
         keys: list[Sequence[Any]] = list(side.keys)
-        return [tags.tolist(), *keys] if tags is not None and tagged else keys
+        return [tags.tolist(), *keys] if tagged and tags is not None else keys
 
     if not checked:
-        # Every column's hash is injective or keyed: equal row hashes mean equal rows, unless
-        # whole-row hashes collide, which the independent checksum would reveal.
+        # Every column's hash is injective or keyed: pairing needs only the sorted hashes.
         gold_extra, pred_extra = surplus_by_hash(gold_hashes, pred_hashes)
-        gold_parts, pred_parts = list(gold.hashes), list(pred.hashes)
-        if tagged:
-            gold_parts.insert(0, gold_tags.astype(np.uint64))  # type: ignore[union-attr]
-            pred_parts.insert(0, pred_tags.astype(np.uint64))  # type: ignore[union-attr]
-        if same_paired_rows(row_checksums(gold_parts, gold.height),
-                            row_checksums(pred_parts, pred.height), gold_extra, pred_extra):
-            gold_left, pred_left = gold_extra.tolist(), pred_extra.tolist()
-        else:
-            gold_left, pred_left = _exact_surplus(columns(gold, gold_tags),
-                                                  columns(pred, pred_tags), gold.height,
-                                                  pred.height)
+        trusted = True
     else:
         split = split_by_hash(gold_hashes, pred_hashes)
-        gold_columns, pred_columns = columns(gold, gold_tags), columns(pred, pred_tags)
-        if pairs_equal([gold_columns[j] for j in checked], [pred_columns[j] for j in checked],
-                       split.gold_paired, split.pred_paired):
-            gold_left, pred_left = split.gold_surplus.tolist(), split.pred_surplus.tolist()
-        else:
-            gold_left, pred_left = _exact_surplus(gold_columns, pred_columns, gold.height,
-                                                  pred.height)
+        gold_extra, pred_extra = split.gold_surplus, split.pred_surplus
+        trusted = pairs_equal([columns(gold, gold_tags)[j] for j in checked],
+                              [columns(pred, pred_tags)[j] for j in checked],
+                              split.gold_paired, split.pred_paired)
+    # Whole-row hashes can still collide: an independent checksum over the paired rows tells.
+    if trusted and same_paired_rows(row_checksums(gold_parts, gold.height),
+                                    row_checksums(pred_parts, pred.height), gold_extra, pred_extra):
+        gold_left, pred_left = gold_extra.tolist(), pred_extra.tolist()
+    else:
+        gold_left, pred_left = _exact_surplus(columns(gold, gold_tags), columns(pred, pred_tags),
+                                              gold.height, pred.height)
     if not gold_left or not pred_left:
         return gold_left, pred_left, 0
     return resolve_residue(gold, pred, gold_left, pred_left, gold_tags, pred_tags)

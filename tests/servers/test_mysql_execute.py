@@ -339,7 +339,11 @@ def test_dead_connection_is_unavailable_then_reconnects(backend: MySQLBackend,
 def test_session_state_does_not_outlive_the_statement(evaluation: tuple[URL, URL]) -> None:
     url, server = evaluation
     lock = fx.unique("lock")
-    with connect(url, pool_size=1) as backend:
+    # The screen refuses GET_LOCK outright; without it the server-side barrier must still hold.
+    with connect(url, pool_size=1) as screened:
+        refused = screened.execute(f"SELECT GET_LOCK('{lock}', 0)")
+        assert refused.error is not None and refused.error.kind == "forbidden", refused
+    with connect(url, pool_size=1, screen=False) as backend:
         assert backend.execute(f"SELECT GET_LOCK('{lock}', 0)").rows == [(1,)]
         assert backend.execute("SELECT @polysql_v := 5").rows == [(5,)]
         # One pooled connection: had it been reused, the variable would still be set.

@@ -78,7 +78,8 @@ def run(rows: int, repeats: int) -> None:
         ours, verdict = min((timed(lambda: compare(gold, pred)) for _ in range(repeats)),  # noqa: B023
                             key=lambda pair: pair[0])
         expected = name == "equal"
-        assert verdict.match is expected, verdict.reason
+        if verdict.match is not expected:
+            raise SystemExit(f"{name}: expected match={expected}, got {verdict.reason}")
         # Ratios only: absolute times say more about the machine than about the code.
         print(f"{name:8s} compare / Counter-baseline time ratio: {ours / baseline:.2f}x")
 

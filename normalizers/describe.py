@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, time
+from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -25,9 +25,10 @@ def format_value(value: Any) -> str:
         return _clip(repr(value), MAX_VALUE_CHARS)
     if isinstance(value, Decimal):
         return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
     if isinstance(value, date | time):
-        return value.isoformat(sep=" ") if hasattr(value, "hour") and isinstance(value, date) \
-            else value.isoformat()
+        return value.isoformat()
     if isinstance(value, bytearray | memoryview):
         value = bytes(value)
     return _clip(repr(value), MAX_VALUE_CHARS)

@@ -12,6 +12,7 @@ projected expression) so that rows tied on the keys can be recognised in the gol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -42,8 +43,13 @@ class OrderInfo:
 UNPARSED = OrderInfo(ordered=False, parsed=False)
 
 
+@lru_cache(maxsize=4096)
 def _parse_outermost(sql: str, dialect: str) -> exp.Query | None:
-    """The outermost query of the last statement in ``sql``, or None if it is not a query."""
+    """The outermost query of the last statement in ``sql``, or None if it is not a query.
+
+    Cached: a sweep compares many predictions against the same gold SQL. Callers must not
+    mutate the tree (``widen_limit`` edits a copy).
+    """
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except (ParseError, SqlglotError, ValueError):

@@ -44,12 +44,9 @@ class Side:
         """Column ``j``'s keys, indexable at C speed, building no other column's list."""
         return self._keys[j] if self._keys is not None else materialize(self.lazy_keys[j])
 
-    def column_hashes(self) -> list[np.ndarray]:
-        return self.hashes
-
     def row_hashes(self) -> np.ndarray:
         if self._row_hashes is None:
-            self._row_hashes = row_hashes(self.column_hashes(), self.height)
+            self._row_hashes = row_hashes(self.hashes, self.height)
         return self._row_hashes
 
     def checked(self) -> list[int]:

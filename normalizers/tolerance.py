@@ -1,11 +1,12 @@
-"""Tolerance-aware matching of the rows the hashed fast path could not pair.
+"""Value-level equality under tolerance, and the general pairing of leftover rows.
 
 Hashing needs equal keys, so numbers are bucketed; two numbers within tolerance can still land in
-neighbouring buckets (0.1234549 vs 0.1234551). Only the leftover rows come here, with their values
-in exact form (:class:`~polysql.normalizers.values.Number`), and are paired by sorting: rows are
-grouped by their non-numeric values, sorted on their first numeric value, and each gold row takes
-the first unused predicted row whose numbers are all within tolerance. The cost is
-O(r log r) for r leftover rows, plus the width of each tolerance window.
+neighbouring buckets (0.1234549 vs 0.1234551). :mod:`polysql.normalizers.residue` settles most
+such rows with numpy; the rows it cannot settle come here with their values in exact form
+(:class:`~polysql.normalizers.values.Number`) and are paired by sorting: rows are grouped by their
+non-numeric values, sorted on their first numeric value, and each gold row takes the first unused
+predicted row whose numbers are all within tolerance. The cost is O(r log r) for r leftover rows,
+plus the width of each tolerance window.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Literal
 
 from polysql.errors import ConfigError, LoadError
-from polysql.schema import ForeignKey, Table
+from polysql.schema import ForeignKey, Index, Table
 
 NameMode = Literal["exact", "lower", "snake"]
 NAME_MODES: tuple[str, ...] = ("exact", "lower", "snake")
@@ -76,5 +76,7 @@ def rename_tables(tables: list[Table], mode: NameMode) -> list[Table]:
                 for fk in table.foreign_keys
             ],
             row_count=table.row_count,
+            indexes=[Index(convert(ix.name, mode), tuple(cols[c] for c in ix.columns), ix.unique)
+                     for ix in table.indexes],
         ))
     return renamed

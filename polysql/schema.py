@@ -40,6 +40,15 @@ class ForeignKey:
     ref_columns: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Index:
+    """A secondary index (or UNIQUE constraint) over plain columns, in key order."""
+
+    name: str
+    columns: tuple[str, ...]
+    unique: bool = False
+
+
 @dataclass(slots=True)
 class Table:
     name: str
@@ -47,6 +56,7 @@ class Table:
     primary_key: tuple[str, ...] = ()
     foreign_keys: list[ForeignKey] = field(default_factory=list)
     row_count: int | None = None
+    indexes: list[Index] = field(default_factory=list)
 
     def column(self, name: str) -> Column:
         for col in self.columns:

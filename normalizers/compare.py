@@ -52,6 +52,8 @@ class RowOrder:
     keys: tuple[int, ...] | None
     source: str  # "argument" | "gold_sql" | "no_gold_sql" | "unparsable_gold_sql"
     info: OrderInfo | None
+    #: per gold row, the ORDER BY key values when they are not output columns (hidden columns)
+    ties: list[tuple[Any, ...]] | None = None
 
 
 def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> ComparePolicy:
@@ -63,17 +65,37 @@ def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> Com
 def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, gold_widened: Result | None = None,
             dialect: str = "sqlite", policy: ComparePolicy | None = None,
-            **options: Any) -> Verdict:
+            hidden_columns: int = 0, **options: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold``.
 
     ``gold_sql`` (in ``dialect``) tells whether row order matters; ``ordered`` overrides that.
     ``gold_widened`` is the gold re-run with a wider LIMIT (see
     :func:`polysql.normalizers.ordering.widen_limit`), used to accept rows from a tie group the
-    LIMIT cut. ``policy`` and keyword ``options`` switch the contract's rules (ComparePolicy fields).
+    LIMIT cut. ``hidden_columns``: the gold (and widened gold) end with that many columns holding
+    their ORDER BY keys (see :func:`polysql.normalizers.ordering.keyed_order_sql`); they tell tied
+    rows apart and are not compared. ``policy`` and keyword ``options`` switch the contract's rules
+    (ComparePolicy fields).
     """
     pol = resolve_policy(policy, options)
     with _gc_paused():
-        return _compare(gold, pred, gold_sql, ordered, gold_widened, dialect, pol)
+        gold_ties = widened_ties = None
+        if hidden_columns:
+            gold, gold_ties = _split_hidden(gold, hidden_columns)
+            if gold_widened is not None:
+                gold_widened, widened_ties = _split_hidden(gold_widened, hidden_columns)
+        return _compare(gold, pred, gold_sql, ordered, gold_widened, dialect, pol,
+                        gold_ties, widened_ties)
+
+
+def _split_hidden(result: Result, hidden: int) -> tuple[Result, list[tuple[Any, ...]] | None]:
+    """``result`` without its last ``hidden`` columns, and those columns' values per row."""
+    if not result.ok or len(result.columns) <= hidden:
+        return result, None
+    width = len(result.columns) - hidden
+    visible = Result(columns=result.columns[:width], rows=[row[:width] for row in result.rows],
+                     types=result.types[:width], elapsed=result.elapsed, truncated=result.truncated,
+                     error=None, engine=result.engine)
+    return visible, [row[width:] for row in result.rows]
 
 
 @contextmanager
@@ -94,7 +116,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | None,
-             gold_widened: Result | None, dialect: str, pol: ComparePolicy) -> Verdict:
+             gold_widened: Result | None, dialect: str, pol: ComparePolicy,
+             gold_ties: list[tuple[Any, ...]] | None = None,
+             widened_ties: list[tuple[Any, ...]] | None = None) -> Verdict:
     if not gold.ok:
         assert gold.error is not None
         return Verdict(False, f"invalid gold: the gold query failed with a {gold.error.kind} error "
@@ -107,12 +131,13 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
                        {"rule": "pred_error", "invalid_gold": False,
                         "pred_error": pred.error.to_dict()})
 
-    order = _row_order(gold, gold_sql, ordered, dialect, pol)
+    order = _row_order(gold, gold_sql, ordered, dialect, pol, gold_ties)
     details: dict[str, Any] = {
         "invalid_gold": False,
         "ordered": order.ordered,
         "order_source": order.source,
-        "order_keys": [gold.columns[j] for j in order.keys] if order.keys is not None else None,
+        "order_keys": (list(order.info.unresolved) if order.ties is not None and order.info
+                       else [gold.columns[j] for j in order.keys] if order.keys is not None else None),
         "gold_rows": len(gold.rows),
         "pred_rows": len(pred.rows),
         "tie_at_limit": False,
@@ -120,6 +145,7 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
     }
     if order.info is not None and order.info.unresolved:
         details["unresolved_order_keys"] = list(order.info.unresolved)
+        details["order_keys_from_gold_rerun"] = order.ties is not None
     caveat = _truncation_caveat(gold, pred)
 
     gold_cols = ResultColumns(gold, "gold", pol)
@@ -129,7 +155,8 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
 
     first_failure: tuple[Alignment, RowOutcome, dict[str, Any]] | None = None
     for alignment in _alignments(gold_cols, pred_cols, order, pol):
-        outcome, extra = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment, order, pol)
+        outcome, extra = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment, order, pol,
+                                          widened_ties)
         if outcome.match:
             details.update(_alignment_details(alignment, pred_cols), **extra,
                            tolerance_pairs=outcome.tolerance_pairs, rule="rows")
@@ -148,20 +175,26 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
 # -- order ----------------------------------------------------------------------------------------
 
 def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect: str,
-               pol: ComparePolicy) -> RowOrder:
+               pol: ComparePolicy, gold_ties: list[tuple[Any, ...]] | None = None) -> RowOrder:
     info = infer_order(gold_sql, dialect, list(gold.columns)) if gold_sql else None
     keys = info.keys if info is not None and info.ordered else None
+    # Keys that are not output columns: the gold re-run that returned them gives the tie groups.
+    ties = gold_ties if (info is not None and info.ordered and info.unresolved
+                         and gold_ties is not None and len(gold_ties) == len(gold.rows)) else None
+    if ties is not None:
+        keys = ()
     if not pol.ties_any_order:
-        keys = None
+        keys, ties = None, None
     if ordered is not None:
-        return RowOrder(ordered, keys if ordered else None, "argument", info)
+        return RowOrder(ordered, keys if ordered else None, "argument", info,
+                        ties if ordered else None)
     if info is None:
         return RowOrder(False, None, "no_gold_sql", None)
     if not info.parsed:
         return RowOrder(False, None, "unparsable_gold_sql", info)
-    if info.ordered and info.unresolved and pol.unresolved_order_keys == "bag":
+    if info.ordered and info.unresolved and ties is None and pol.unresolved_order_keys == "bag":
         return RowOrder(False, None, "gold_sql", info)
-    return RowOrder(info.ordered, keys if info.ordered else None, "gold_sql", info)
+    return RowOrder(info.ordered, keys if info.ordered else None, "gold_sql", info, ties)
 
 
 def _truncation_caveat(gold: Result, pred: Result) -> str:
@@ -260,20 +293,36 @@ def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | No
 # -- rows -----------------------------------------------------------------------------------------
 
 def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
-                     alignment: Alignment, order: RowOrder,
-                     pol: ComparePolicy) -> tuple[RowOutcome, dict[str, Any]]:
+                     alignment: Alignment, order: RowOrder, pol: ComparePolicy,
+                     widened_ties: list[tuple[Any, ...]] | None = None,
+                     ) -> tuple[RowOutcome, dict[str, Any]]:
     gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)
     if gold.height == 0 and pred.height == 0:
         return RowOutcome(True, "both results are empty"), {}
     info = order.info
     # The keys come from the SQL, not from the order mode: with ordered=False the tie group cut
     # by the LIMIT still decides which rows the gold could have returned.
+    tie_keys = _tie_key_source(info, order, widened_side, widened_ties)
     if (widened_side is not None and pol.ties_at_limit and info is not None and info.ordered
-            and info.keys is not None and info.limit is not None and gold.height > 0):
-        cut = _cut_tie_group(gold_side, widened_side, info.keys)
+            and tie_keys is not None and info.limit is not None and gold.height > 0):
+        cut = _cut_tie_group(gold_side, widened_side, *tie_keys)
         if cut is not None:
             return _compare_with_cut_ties(gold_side, pred_side, widened_side, cut, order, gold.names)
     return _compare_rows(gold_side, pred_side, order, gold.names), {}
+
+
+def _tie_key_source(info: OrderInfo | None, order: RowOrder, widened: Side | None,
+                    widened_ties: list[tuple[Any, ...]] | None):
+    """How to read the ORDER BY keys of the gold and widened rows: output columns, or the values
+    the keyed gold re-runs returned; None when neither is known."""
+    if info is None:
+        return None
+    if info.keys is not None:
+        return (info.keys, None, None)
+    if order.ties is not None and widened is not None and widened_ties is not None \
+            and len(widened_ties) == widened.height:
+        return ((), order.ties, widened_ties)
+    return None
 
 
 def _compare_rows(gold: Side, pred: Side, order: RowOrder, names: list[str]) -> RowOutcome:
@@ -281,7 +330,7 @@ def _compare_rows(gold: Side, pred: Side, order: RowOrder, names: list[str]) -> 
         return compare_bag(gold, pred)
     if order.keys is None:
         return compare_sequence(gold, pred, names)
-    return compare_tie_groups(gold, pred, order.keys, names)
+    return compare_tie_groups(gold, pred, order.keys, names, order.ties)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,13 +342,19 @@ class CutTies:
     may_continue: bool  # the widened gold ends inside the group: it may be longer still
 
 
-def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...]) -> CutTies | None:
-    key_columns = [gold.key_column(j) for j in keys]
-    last = tuple(column[gold.height - 1] for column in key_columns)
+def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...],
+                   gold_ties: list[tuple[Any, ...]] | None = None,
+                   widened_ties: list[tuple[Any, ...]] | None = None) -> CutTies | None:
+    if gold_ties is not None and widened_ties is not None:
+        gold_keys: list[Any] = gold_ties
+        widened_keys: list[Any] = widened_ties
+    else:
+        gold_keys = list(zip(*(gold.key_column(j) for j in keys), strict=True))
+        widened_keys = list(zip(*(widened.key_column(j) for j in keys), strict=True))
+    last = gold_keys[gold.height - 1]
     boundary = gold.height - 1
-    while boundary > 0 and tuple(column[boundary - 1] for column in key_columns) == last:
+    while boundary > 0 and gold_keys[boundary - 1] == last:
         boundary -= 1
-    widened_keys = zip(*(widened.key_column(j) for j in keys), strict=True)
     group_rows = [i for i, key in enumerate(widened_keys) if key == last]
     if len(group_rows) <= gold.height - boundary:
         return None

@@ -172,3 +172,40 @@ def widen_limit(sql: str, dialect: str, *, extra: int = WIDEN_EXTRA_ROWS) -> str
     else:
         widened.args["limit"].set("expression", new_count)
     return widened.sql(dialect=dialect)
+
+
+#: prefix of the columns :func:`keyed_order_sql` appends; compare strips them again
+TIE_KEY_PREFIX = "__polysql_tie_key_"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedSQL:
+    """The gold SQL with every outermost ORDER BY key appended as a trailing output column."""
+
+    sql: str
+    hidden_columns: int
+
+
+def keyed_order_sql(sql: str, dialect: str) -> KeyedSQL | None:
+    """When the gold orders by something it does not return (``ORDER BY COUNT(*) DESC``, a
+    non-projected column), the result alone cannot show which rows tie. This rewrites the gold to
+    also return its ORDER BY keys as trailing columns, so ties can be told from the values
+    themselves; ``compare(..., hidden_columns=n)`` uses and strips them.
+
+    None when every key is already an output column, or when appending columns would change the
+    answer or is not allowed (DISTINCT, set operations, no ORDER BY).
+    """
+    query = _parse_outermost(sql, dialect)
+    if not isinstance(query, exp.Select) or query.args.get("distinct"):
+        return None
+    order = query.args.get("order")
+    if not isinstance(order, exp.Order) or not order.expressions:
+        return None
+    info = infer_order(sql, dialect, [])
+    if not info.unresolved:
+        return None
+    keyed = query.copy()
+    keys = [o.this if isinstance(o, exp.Ordered) else o for o in order.expressions]
+    for i, key in enumerate(keys):
+        keyed.select(exp.alias_(key.copy(), f"{TIE_KEY_PREFIX}{i + 1}"), copy=False)
+    return KeyedSQL(keyed.sql(dialect=dialect), len(keys))

@@ -188,9 +188,16 @@ def compare_sequence(gold: Side, pred: Side, names: Sequence[str]) -> RowOutcome
                             f"{_with_tolerance(paired)}", paired)
 
 
-def tie_groups(gold: Side, key_columns: Sequence[int]) -> np.ndarray:
-    """Group number of each gold row: runs of consecutive rows equal on the ORDER BY keys."""
+def tie_groups(gold: Side, key_columns: Sequence[int],
+               tie_keys: Sequence[tuple[Any, ...]] | None = None) -> np.ndarray:
+    """Group number of each gold row: runs of consecutive rows equal on the ORDER BY keys
+    (``tie_keys``: the keys' values per row, when they are not output columns)."""
     starts = np.zeros(gold.height, dtype=bool)
+    if tie_keys is not None:
+        if gold.height > 1:
+            starts[1:] = np.fromiter(map(ne, islice(tie_keys, 1, None), tie_keys), dtype=bool,
+                                     count=gold.height - 1)
+        return np.cumsum(starts)
     if gold.height > 1:
         for j in key_columns:
             keys = gold.key_column(j)
@@ -200,14 +207,15 @@ def tie_groups(gold: Side, key_columns: Sequence[int]) -> np.ndarray:
 
 
 def compare_tie_groups(gold: Side, pred: Side, key_columns: Sequence[int],
-                       names: Sequence[str]) -> RowOutcome:
+                       names: Sequence[str],
+                       tie_keys: Sequence[tuple[Any, ...]] | None = None) -> RowOutcome:
     """Rows in the gold's order, except that rows tied on the ORDER BY keys may be permuted."""
     if gold.height != pred.height:
         return RowOutcome(False, _count_reason(gold, pred))
     differing = _differing_positions(gold, pred)
     if not differing:
         return RowOutcome(True, f"same {plural(gold.height, 'row')} in the same order")
-    groups = tie_groups(gold, key_columns)
+    groups = tie_groups(gold, key_columns, tie_keys)
     # Tag every row with its group: then "same bag within every group" is one multiset
     # comparison, and the predicted row at position i belongs to the gold group at position i.
     group_list = groups.tolist()

@@ -222,20 +222,18 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
                 as_json: bool) -> None:
     """Run two queries and say whether their results match (exit 0) or not (exit 1)."""
     from polysql import compare, connect
-    from polysql.normalizers.ordering import widen_limit
+    from polysql.normalizers.gold import run_gold
 
     with connect(db_url) as gold_engine:
-        gold = gold_engine.execute(gold_sql, timeout=timeout)
-        wider = widen_limit(gold_sql, gold_engine.dialect)
-        widened = gold_engine.execute(wider, timeout=timeout) if wider and gold.ok else None
         dialect = gold_engine.dialect
+        gold = run_gold(gold_sql, dialect, lambda sql: gold_engine.execute(sql, timeout=timeout))
         if pred_url is None or pred_url == db_url:
             pred = gold_engine.execute(pred_sql, timeout=timeout)
         else:
             with connect(pred_url) as pred_engine:
                 pred = pred_engine.execute(pred_sql, timeout=timeout)
-    verdict = compare(gold, pred, gold_sql=gold_sql, ordered=ordered, gold_widened=widened,
-                      dialect=dialect, **_parse_policy(policy_items))
+    verdict = compare(gold.compared, pred, ordered=ordered, dialect=dialect,
+                      **gold.compare_kwargs(), **_parse_policy(policy_items))
     if as_json:
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:

@@ -9,6 +9,7 @@ resumes where it stopped.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -29,7 +30,7 @@ from polysql.engines import EngineFleet, EngineSpec, parse_engine_specs
 from polysql.errors import ConfigError, EngineError, ResultsStoreError
 from polysql.model import Result, Verdict
 from polysql.normalizers.compare import compare
-from polysql.normalizers.ordering import widen_limit
+from polysql.normalizers.gold import GoldRuns, run_gold
 from polysql.paths import cache_dir
 from polysql.predictors import EngineInfo, FilePredictor, Predictor, make_predictor
 from polysql.registry import backend_class, parse_url
@@ -76,13 +77,6 @@ class SweepObserver:
     def advance(self, record: dict[str, Any] | None = None) -> None: ...
 
     def message(self, text: str) -> None: ...
-
-
-@dataclass(slots=True)
-class _Gold:
-    sql: str
-    result: Result
-    widened: Result | None
 
 
 @dataclass(slots=True)
@@ -242,9 +236,9 @@ class Sweep:
         return EngineSpec(name=f"gold:{cls.name}", url=url.set(database=None), backend=cls)
 
     def _run_golds(self, questions: list[Question], fleet: EngineFleet,
-                   cache: ExecutionCache | None) -> dict[str, _Gold]:
+                   cache: ExecutionCache | None) -> dict[str, GoldRuns]:
         self.observer.phase("gold", len(questions))
-        golds: dict[str, _Gold] = {}
+        golds: dict[str, GoldRuns] = {}
         for question in questions:
             if self._stop.is_set():
                 break
@@ -252,18 +246,14 @@ class Sweep:
             source = self.dataset.database_url(question.db_id)
             backend = fleet.backend(spec, question.db_id, source)
             fingerprint = fleet.fingerprint(spec, question.db_id)
-            result = self._execute(backend, spec, fingerprint, question.gold_sql, cache)
-            widened = None
-            wider_sql = widen_limit(question.gold_sql, question.source_dialect) if result.ok else None
-            if wider_sql:
-                widened = self._execute(backend, spec, fingerprint, wider_sql, cache)
-            golds[question.id] = _Gold(question.gold_sql, result, widened)
+            run = functools.partial(self._execute, backend, spec, fingerprint, cache=cache)
+            golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
             self.observer.advance()
         return golds
 
     # -- execution ----------------------------------------------------------------------------
     def _execute(self, backend: Backend, spec: EngineSpec, fingerprint: str, sql: str,
-                 cache: ExecutionCache | None) -> Result:
+                 *, cache: ExecutionCache | None) -> Result:
         key = None
         if cache is not None:
             key = execution_key(
@@ -279,7 +269,7 @@ class Sweep:
             cache.put(key, result)
         return result
 
-    def _engine_worker(self, spec: EngineSpec, items: list[_WorkItem], golds: dict[str, _Gold],
+    def _engine_worker(self, spec: EngineSpec, items: list[_WorkItem], golds: dict[str, GoldRuns],
                        fleet: EngineFleet, cache: ExecutionCache | None, out: Any,
                        dead: dict[str, str]) -> None:
         info = EngineInfo(name=spec.name, dialect=spec.dialect)
@@ -305,19 +295,19 @@ class Sweep:
                                   {"generation_failure": prediction.failure})
             else:
                 fingerprint = fleet.fingerprint(spec, question.db_id)
-                result = self._execute(backend, spec, fingerprint, prediction.sql, cache)
+                result = self._execute(backend, spec, fingerprint, prediction.sql, cache=cache)
                 if result.error is not None and result.error.kind == "unavailable":
                     try:
                         backend = fleet.reconnect(spec, question.db_id, source)
-                        result = self._execute(backend, spec, fingerprint, prediction.sql, cache)
+                        result = self._execute(backend, spec, fingerprint, prediction.sql, cache=cache)
                     except EngineError as exc:
                         result = Result.failed("unavailable", str(exc))
                     if result.error is not None and result.error.kind == "unavailable":
                         dead[spec.name] = result.error.message
                         self.observer.message(f"engine {spec.name} abandoned: {result.error.message}")
                         break
-                verdict = compare(gold.result, result, gold_sql=gold.sql, gold_widened=gold.widened,
-                                  dialect=question.source_dialect, **self.config.policy)
+                verdict = compare(gold.compared, result, dialect=question.source_dialect,
+                                  **gold.compare_kwargs(), **self.config.policy)
             record = self._record(question, item.predictor, spec, backend, prediction.sql,
                                   prediction.failure, prediction.meta, gold, result, verdict)
             with self._write_lock:
@@ -326,7 +316,7 @@ class Sweep:
             self.observer.advance(record)
 
     def _record(self, question: Question, predictor: Predictor, spec: EngineSpec, backend: Backend,
-                sql: str | None, failure: str | None, meta: dict[str, Any], gold: _Gold,
+                sql: str | None, failure: str | None, meta: dict[str, Any], gold: GoldRuns,
                 result: Result | None, verdict: Verdict) -> dict[str, Any]:
         if gold.result.error is not None:
             status = "invalid_gold"

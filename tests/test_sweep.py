@@ -139,3 +139,12 @@ def test_up_without_docker_says_what_is_missing_and_how_to_proceed() -> None:
     assert "Traceback" not in result.output
     assert ("pip install 'polysql[containers]'" in result.output
             or "no Docker engine is reachable" in result.output)
+
+
+def test_an_unreachable_engine_is_abandoned_without_recording_anything_for_it(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "3", "--predictor", "gold",
+                         "--engines", "sqlite,down=postgresql://postgres@127.0.0.1:1/")
+    assert code == 6, output
+    assert "engine down was abandoned" in output and "re-run to resume" in output
+    assert {r["engine"] for r in records(run)} == {"sqlite"}  # nothing recorded as wrong for it

@@ -47,3 +47,7 @@ class ComparisonError(PolysqlError):
 
 class ResultsStoreError(PolysqlError):
     """A results file is unreadable or belongs to a different sweep."""
+
+
+class LLMError(PolysqlError):
+    """A model endpoint could not answer (after retries), or a model config is unusable."""

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from polysql.datasets.base import Dataset, Question
-
 from polysql.errors import DatasetError
 
 

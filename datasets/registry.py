@@ -21,7 +21,6 @@ from pathlib import Path
 
 from polysql.datasets.base import Dataset
 from polysql.datasets.options import check_options, parse_options
-
 from polysql.errors import DatasetError
 
 Loader = Callable[[Path, dict[str, str]], Dataset]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from polysql.analysis.summary import summarize, wilson_interval
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from polysql.datasets.cache import CACHE_ENV, cache_root
 from polysql.datasets.demo.generate import DB_ID, GENERATOR_VERSION, write_database
-
 from polysql.errors import DatasetError
 
 

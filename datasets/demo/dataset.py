@@ -11,7 +11,6 @@ from polysql.datasets.demo.build import ensure_demo_database
 from polysql.datasets.demo.generate import DB_ID
 from polysql.datasets.records import EntryReader, read_json_list
 from polysql.datasets.tags import DIFFICULTIES, check_tags
-
 from polysql.errors import DatasetError
 
 QUESTIONS_FILE = "questions.json"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from polysql.datasets.base import Question
 from polysql.datasets.cache import CACHE_ENV
 from polysql.datasets.demo import ensure_demo_database, load_demo_questions

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from polysql.datasets.bird import load_bird
 from polysql.datasets.folder import FolderDataset
-
 from polysql.errors import DatasetError
 
 

@@ -11,6 +11,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 import pytest
+
 from polysql.datasets.cache import CACHE_ENV, cache_root
 from polysql.datasets.demo import (
     GENERATOR_VERSION,
@@ -19,7 +20,6 @@ from polysql.datasets.demo import (
 )
 from polysql.datasets.demo.generate import content_digest, generate_rows
 from polysql.datasets.demo.schema import TABLE_NAMES
-
 from polysql.errors import DatasetError
 
 # The generated rows per GENERATOR_VERSION. When the generator's output changes on purpose, bump

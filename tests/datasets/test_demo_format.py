@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from polysql.datasets.demo import load_demo_questions
 from polysql.datasets.tags import check_tags
-
 from polysql.errors import DatasetError
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
+
 from polysql.datasets.base import Question
 
 # declared SQLite type -> (DuckDB type, Arrow type, convert a stored SQLite value)

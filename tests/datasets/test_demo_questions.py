@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 import sqlglot
+from sqlglot import exp
+
 from polysql.datasets.base import Question
 from polysql.datasets.demo import DB_ID, DemoDataset
 from polysql.datasets.tags import ALL_TAGS, CONSTRUCT_TAGS, DIFFICULTIES, HAZARD_TAGS
-from sqlglot import exp
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "datasets.md"
 

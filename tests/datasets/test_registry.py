@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from polysql.datasets.demo import DemoDataset
 from polysql.datasets.folder import FolderDataset
 from polysql.datasets.registry import (
@@ -14,7 +15,6 @@ from polysql.datasets.registry import (
     get_dataset,
     list_datasets,
 )
-
 from polysql.errors import DatasetError
 
 BIRD_ENTRY = {"question_id": 1, "db_id": "shop", "question": "q?", "SQL": "SELECT 1"}

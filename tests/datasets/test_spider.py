@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polysql.datasets.spider import load_spider
 
+from polysql.datasets.spider import load_spider
 from polysql.errors import DatasetError
 
 

@@ -1,0 +1,72 @@
+"""SQL extraction on a corpus of model responses (tests/llm/responses/*.txt).
+
+Each response file has a hand-written expectation in ``responses/expected.toml``: the SQL that
+answers the question (or the failure code when there is none), how it was found, how many
+distinct queries were seen and whether a choice between them was made.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polysql.errors import ConfigError
+from polysql.extract import Extraction, extract_sql
+
+RESPONSES = Path(__file__).with_name("responses")
+EXPECTED: dict[str, dict[str, Any]] = tomllib.loads(
+    (RESPONSES / "expected.toml").read_text(encoding="utf-8"))
+
+
+def test_every_response_file_has_an_expectation_and_back() -> None:
+    files = {path.stem for path in RESPONSES.glob("*.txt")}
+    assert files == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus(name: str) -> None:
+    expected = EXPECTED[name]
+    text = (RESPONSES / f"{name}.txt").read_text(encoding="utf-8")
+    got = extract_sql(text, expected.get("dialect"))
+    assert got == Extraction(
+        sql=expected.get("sql"),
+        method=expected["method"],
+        candidates=expected["candidates"],
+        choice_made=expected["choice_made"],
+        failure=expected.get("failure"),
+    )
+
+
+def test_none_is_an_empty_response() -> None:
+    assert extract_sql(None).failure == "empty_response"
+
+
+def test_failure_and_sql_are_exclusive_across_the_corpus() -> None:
+    for name in EXPECTED:
+        got = extract_sql((RESPONSES / f"{name}.txt").read_text(encoding="utf-8"))
+        assert (got.sql is None) == (got.failure is not None), name
+
+
+@pytest.mark.parametrize("text", [
+    "```sql\n", "```", "{", '{"sql": 5}', '{"sql": null}', "'", "/*", "SELECT", "(((",
+    "```sql\nSELECT 'unterminated\n```", "WITH", "\x00\x01", "SELECT ;;;; FROM", "<think></think>",
+    "`SELECT`", "Answer:", "```json\n{\"sql\": \"\"}\n```", "-- only a comment",
+])
+def test_odd_inputs_never_raise(text: str) -> None:
+    got = extract_sql(text)
+    assert (got.sql is None) == (got.failure is not None)
+
+
+def test_to_dict_is_plain_data() -> None:
+    assert extract_sql("SQL: SELECT 1").to_dict() == {
+        "sql": "SELECT 1", "method": "labeled", "candidates": 1, "choice_made": False,
+        "failure": None,
+    }
+
+
+def test_unknown_dialect_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown SQL dialect 'postgress'"):
+        extract_sql("SELECT 1", "postgress")

@@ -343,7 +343,7 @@ def _bare_candidates(text: str, dialect: str | None) -> list[_Candidate]:
             return found
         line_start = text.rfind("\n", 0, match.start()) + 1
         prefix = text[line_start : match.start()]
-        if not (_LINE_PREFIX_OK.match(prefix) or prefix.rstrip(" \t*_").endswith((":", "："))):
+        if not (_LINE_PREFIX_OK.match(prefix) or prefix.rstrip(" \t*_").endswith((":", "：", ";"))):
             pos = match.end()
             continue
         scan = _scan(text, match.start(), stop_at_prose=True)

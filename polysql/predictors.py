@@ -3,6 +3,8 @@
 - ``gold``: the source-dialect gold SQL run verbatim on every engine (naive portability).
 - ``transpile``: the gold SQL translated by sqlglot into the engine's dialect.
 - ``file``: a JSONL file of ``{"question_id", "dialect", "sql"}`` produced by any system.
+- ``llm:NAME``: a model declared in ``polysql.toml``, prompted per engine
+  (:mod:`polysql.predictors_llm`; needs the ``llm`` extra).
 
 A predictor never raises for a single question: it returns a :class:`Prediction` whose
 ``failure`` says why no SQL could be produced, and that is recorded as such.
@@ -12,15 +14,19 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot.errors import ErrorLevel, SqlglotError
 
 from polysql.datasets.base import Question
 from polysql.errors import ConfigError, PredictionFileError
+
+if TYPE_CHECKING:
+    from polysql.predictors_llm import LLMOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +35,10 @@ class EngineInfo:
 
     name: str  # engine key in results ("sqlite", "duckdb", "postgres", ...)
     dialect: str  # sqlglot dialect name
+    version: str | None = None  # as the backend reports it ("3.45.1", "PostgreSQL 15.4")
+    # The question's database as this engine holds it (CREATE TABLE text), filled in by the
+    # sweep for predictors whose ``needs_schema`` is set.
+    schema: str | None = None
 
 
 @dataclass(slots=True)
@@ -40,9 +50,26 @@ class Prediction:
 
 class Predictor(ABC):
     name: str
+    #: predict() reads ``EngineInfo.schema``; the sweep renders it only for predictors that do
+    needs_schema: bool = False
+    #: example rows per table in that schema
+    sample_rows: int = 0
+    #: submit() runs predictions in the background (remote model calls), so the sweep hands
+    #: them all over early and executes each as soon as it is ready
+    concurrent: bool = False
 
     @abstractmethod
     def predict(self, question: Question, engine: EngineInfo) -> Prediction: ...
+
+    def submit(self, question: Question, engine: EngineInfo) -> Future[Prediction]:
+        """Start :meth:`predict` and return its future. By default it runs right here."""
+        future: Future[Prediction] = Future()
+        future.set_result(self.predict(question, engine))
+        return future
+
+    def close(self) -> None:
+        """Release threads and connections; pending background predictions are cancelled."""
+        return None  # nothing held by default
 
     def describe(self) -> dict[str, Any]:
         """Configuration recorded with the run (for reproducibility)."""
@@ -159,9 +186,15 @@ class FilePredictor(Predictor):
 BUILTIN_PREDICTORS = ("gold", "transpile")
 
 
-def make_predictor(spec: str) -> Predictor:
-    """``gold``, ``transpile``, ``file:PATH`` or ``NAME=PATH`` (a predictions file named NAME)."""
+def make_predictor(spec: str, *, llm: LLMOptions | None = None) -> Predictor:
+    """``gold``, ``transpile``, ``file:PATH``, ``NAME=PATH`` (a predictions file named NAME) or
+    ``llm:NAME`` (a model from the config file; ``llm`` gives the config path, prompt settings
+    and response cache, by default ``./polysql.toml``, default prompts and the on-disk cache)."""
     spec = spec.strip()
+    if spec.startswith("llm:"):
+        from polysql.predictors_llm import llm_predictor
+
+        return llm_predictor(spec[len("llm:"):].strip(), llm)
     if spec == "gold":
         return GoldPredictor()
     if spec == "transpile":
@@ -175,5 +208,5 @@ def make_predictor(spec: str) -> Predictor:
         return FilePredictor(spec)
     raise ConfigError(
         f"unknown predictor {spec!r}: use one of {', '.join(BUILTIN_PREDICTORS)}, "
-        "'file:PATH.jsonl', or 'NAME=PATH.jsonl'"
+        "'file:PATH.jsonl', 'NAME=PATH.jsonl', or 'llm:MODEL' (a model in polysql.toml)"
     )

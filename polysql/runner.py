@@ -5,6 +5,10 @@ results store. Gold SQL runs once per question on the loaded copy of its source 
 prediction runs natively on its target engine. Engines work in parallel (one worker each, since
 each holds its own connections); records are appended as they finish, so an interrupted sweep
 resumes where it stopped.
+
+Model predictors (``llm:NAME``) are asked ahead: each engine's worker hands all its model
+requests to the model's own thread pool first (sized by the model's ``max_concurrency``), then
+executes whatever prediction is ready, so generation and execution overlap.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import functools
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,13 +31,15 @@ from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.cache import ExecutionCache, execution_key
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
+from polysql.ddl import render_schema
 from polysql.engines import EngineFleet, EngineSpec, parse_engine_specs
 from polysql.errors import ConfigError, EngineError, ResultsStoreError
 from polysql.model import Result, Verdict
 from polysql.normalizers.compare import compare
 from polysql.normalizers.gold import GoldRuns, run_gold
 from polysql.paths import cache_dir
-from polysql.predictors import EngineInfo, FilePredictor, Predictor, make_predictor
+from polysql.predictors import EngineInfo, FilePredictor, Prediction, Predictor, make_predictor
+from polysql.prompting import SchemaCatalog
 from polysql.registry import backend_class, parse_url
 from polysql.store import ResultsStore, record_key
 
@@ -52,8 +59,15 @@ class SweepConfig:
     question_ids: list[str] | None = None
     limit: int | None = None
     policy: dict[str, Any] = field(default_factory=dict)
-    use_cache: bool = True
+    use_cache: bool = True  # also governs the model response cache
     fresh: bool = False
+    # Model predictors: names of [models.NAME] tables in the config file; each becomes llm:NAME.
+    models: str | list[str] = field(default_factory=list)
+    model_config: Path | None = None  # default ./polysql.toml
+    prompt_level: str = "dialect"  # generic | dialect | pitfalls
+    cot: bool = False
+    sample_rows: int = 0
+    prompt_template: str = "text2sql"
 
 
 @dataclass(slots=True)
@@ -67,6 +81,8 @@ class SweepOutcome:
     interrupted: bool
     cache_hits: int = 0
     elapsed: float = 0.0
+    # per model (config name): calls, cache_hits, prompt_tokens, completion_tokens, errors, wall_time
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class SweepObserver:
@@ -77,6 +93,12 @@ class SweepObserver:
     def advance(self, record: dict[str, Any] | None = None) -> None: ...
 
     def message(self, text: str) -> None: ...
+
+    def generation(self, predictor: str, total: int) -> None:
+        """``total`` model requests of ``predictor`` are about to be queued."""
+
+    def generated(self, predictor: str) -> None:
+        """One model request of ``predictor`` finished (answered, failed or served from cache)."""
 
 
 @dataclass(slots=True)
@@ -94,7 +116,8 @@ class Sweep:
         if config.max_rows <= 0:
             raise ConfigError(f"max_rows must be positive, got {config.max_rows}")
         self.dataset: Dataset = get_dataset(config.dataset)
-        self.predictors = self._make_predictors(config.predictors)
+        self.llm_options: Any = None  # polysql.predictors_llm.LLMOptions when models are swept
+        self.predictors = self._make_predictors(config)
         self.engines = parse_engine_specs(config.engines)
         self.run_dir = Path(config.out) if config.out else Path("runs") / self.dataset.name
         self.store = ResultsStore(self.run_dir)
@@ -103,12 +126,20 @@ class Sweep:
         self._write_lock = threading.Lock()
         self._written = 0
 
-    @staticmethod
-    def _make_predictors(specs: str | list[str]) -> list[Predictor]:
-        items = [s.strip() for s in (specs.split(",") if isinstance(specs, str) else specs) if s.strip()]
+    def _make_predictors(self, config: SweepConfig) -> list[Predictor]:
+        items = _split(config.predictors) + [f"llm:{name}" for name in _split(config.models)]
         if not items:
-            raise ConfigError("no predictors given: use e.g. --predictor gold,transpile")
-        predictors = [make_predictor(s) for s in items]
+            raise ConfigError("no predictors given: use e.g. --predictor gold,transpile or --model NAME")
+        if any(item.startswith("llm:") for item in items):
+            # imported here: the model client is an optional extra
+            from polysql.predictors_llm import LLMOptions
+            from polysql.prompting import PromptSettings
+
+            prompts = PromptSettings(level=config.prompt_level, cot=config.cot,
+                                     sample_rows=config.sample_rows, template=config.prompt_template)
+            self.llm_options = LLMOptions(config_path=config.model_config, prompts=prompts,
+                                          use_cache=config.use_cache)
+        predictors = [make_predictor(s, llm=self.llm_options) for s in items]
         names = [p.name for p in predictors]
         if len(set(names)) != len(names):
             raise ConfigError(f"predictor names must be unique, got {names}; name files with NAME=PATH")
@@ -128,6 +159,8 @@ class Sweep:
         settings = self._settings()
         if self.config.fresh and self.store.path.exists():
             self.store.path.unlink()
+        described = [json.loads(json.dumps(p.describe(), default=str)) for p in self.predictors]
+        earlier: list[dict[str, Any]] = []
         if path.exists() and self.store.path.exists():
             try:
                 previous = json.loads(path.read_text(encoding="utf-8"))
@@ -140,15 +173,34 @@ class Sweep:
                     f"(was {[previous.get('settings', {}).get(k) for k in changed]}); resuming would mix "
                     "incomparable verdicts. Use another --out folder, or --fresh to discard it."
                 )
+            earlier = [p for p in previous.get("predictors", []) if isinstance(p, dict)]
+            self._check_predictor_settings(earlier, described)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        names = {d.get("name") for d in described}
         run_info = {
             "polysql": __version__,
             "settings": settings,
             "engines": {e.name: e.url.render_as_string(hide_password=True) for e in self.engines},
-            "predictors": [p.describe() for p in self.predictors],
+            # earlier predictors stay listed: their records are still in this folder
+            "predictors": described + [p for p in earlier if p.get("name") not in names],
             "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         path.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+
+    def _check_predictor_settings(self, earlier: list[dict[str, Any]], now: list[dict[str, Any]]) -> None:
+        """A predictor whose answers depend on settings (a model's prompt level, parameters...)
+        must not resume records made under other settings: the results would mix two setups."""
+        before = {p.get("name"): p.get("settings") for p in earlier}
+        for entry in now:
+            old, new = before.get(entry.get("name")), entry.get("settings")
+            if old is None or new is None or old == new:
+                continue
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            raise ResultsStoreError(
+                f"{self.run_dir} holds results of predictor {entry.get('name')} made with different "
+                f"{', '.join(changed)} (was {[old.get(k) for k in changed]}, now {[new.get(k) for k in changed]}); "
+                "resuming would mix them. Use another --out folder, or --fresh to discard it."
+            )
 
     def _questions(self) -> list[Question]:
         questions = list(self.dataset.questions)
@@ -182,6 +234,7 @@ class Sweep:
                         pending[engine.name].append(_WorkItem(question, predictor))
         cache = ExecutionCache(cache_dir() / "executions.sqlite") if self.config.use_cache else None
         fleet = EngineFleet(cache_dir(), self.dataset.name)
+        schemas = SchemaCatalog()
         dead: dict[str, str] = {}
         written = 0
         interrupted = False
@@ -190,11 +243,16 @@ class Sweep:
             golds = self._run_golds(list(need_gold.values()), fleet, cache)
             total = sum(len(v) for v in pending.values())
             self.observer.phase("predictions", total)
+            for predictor in self.predictors:
+                if predictor.concurrent:
+                    requests = sum(1 for items in pending.values() for i in items if i.predictor is predictor)
+                    self._notify("generation", predictor.name, requests)
             with self.store.open_for_append() as out, ThreadPoolExecutor(
                 max_workers=max(1, len(self.engines)), thread_name_prefix="engine"
             ) as pool:
                 futures = [
-                    pool.submit(self._engine_worker, spec, pending[spec.name], golds, fleet, cache, out, dead)
+                    pool.submit(self._engine_worker, spec, pending[spec.name], golds, fleet, cache, out, dead,
+                                schemas)
                     for spec in self.engines if pending[spec.name]
                 ]
                 try:
@@ -213,6 +271,10 @@ class Sweep:
             interrupted = True
             self._stop.set()
         finally:
+            for predictor in self.predictors:
+                predictor.close()
+            if self.llm_options is not None:
+                self.llm_options.close()
             fleet.close()
             hits = cache.hits if cache else 0
             if cache:
@@ -226,8 +288,23 @@ class Sweep:
         return SweepOutcome(
             run_dir=self.run_dir, summary=summary, written=written, resumed=resumed,
             problems=self.problems, dead_engines=dead, interrupted=interrupted,
-            cache_hits=hits, elapsed=time.perf_counter() - started,
+            cache_hits=hits, elapsed=time.perf_counter() - started, models=self.model_usage(),
         )
+
+    def model_usage(self) -> dict[str, dict[str, Any]]:
+        """Per model predictor of this invocation: calls, cache hits, tokens, wall time."""
+        usage: dict[str, dict[str, Any]] = {}
+        for predictor in self.predictors:
+            report = getattr(predictor, "usage", None)
+            if callable(report):
+                usage[predictor.name] = report()
+        return usage
+
+    def _notify(self, hook: str, *args: Any) -> None:
+        # observers written before the generation hooks existed simply do not get them
+        method = getattr(self.observer, hook, None)
+        if method is not None:
+            method(*args)
 
     # -- gold ---------------------------------------------------------------------------------
     def _gold_spec(self, question: Question) -> EngineSpec:
@@ -271,49 +348,122 @@ class Sweep:
 
     def _engine_worker(self, spec: EngineSpec, items: list[_WorkItem], golds: dict[str, GoldRuns],
                        fleet: EngineFleet, cache: ExecutionCache | None, out: Any,
-                       dead: dict[str, str]) -> None:
+                       dead: dict[str, str], schemas: SchemaCatalog) -> None:
         info = EngineInfo(name=spec.name, dialect=spec.dialect)
-        for item in items:
-            if self._stop.is_set():
-                break
-            question = item.question
-            gold = golds.get(question.id)
-            if gold is None:  # gold phase interrupted
-                break
-            source = self.dataset.database_url(question.db_id)
-            try:
-                backend = fleet.backend(spec, question.db_id, source)
-            except EngineError as exc:
-                dead[spec.name] = str(exc)
-                self.observer.message(f"engine {spec.name} abandoned: {exc}")
-                break
-            prediction = item.predictor.predict(question, info)
-            result: Result | None = None
-            verdict: Verdict
-            if prediction.sql is None:
-                verdict = Verdict(False, f"no SQL to run: {prediction.failure}",
-                                  {"generation_failure": prediction.failure})
-            else:
-                fingerprint = fleet.fingerprint(spec, question.db_id)
-                result = self._execute(backend, spec, fingerprint, prediction.sql, cache=cache)
+        generating: dict[Future[Prediction], _WorkItem] = {}
+        try:
+            # Model requests first, all of them: they wait on remote services, so they should be
+            # in flight while this engine executes whatever is ready.
+            for item in items:
+                if not item.predictor.concurrent:
+                    continue
+                if self._stop.is_set() or item.question.id not in golds:
+                    return
+                backend = self._backend(spec, item.question, fleet, dead)
+                if backend is None:
+                    return
+                engine = self._engine_info(info, spec, item, backend, schemas, dead)
+                if engine is None:
+                    return
+                future = item.predictor.submit(item.question, engine)
+                future.add_done_callback(functools.partial(self._generation_done, item.predictor.name))
+                generating[future] = item
+            inline = deque(item for item in items if not item.predictor.concurrent)
+            while (inline or generating) and not self._stop.is_set():
+                ready = [future for future in generating if future.done()]
+                if ready:
+                    for future in ready:
+                        item = generating.pop(future)
+                        if self._stop.is_set() or not self._process(
+                                spec, info, item, future.result(), golds, fleet, cache, out, dead, schemas):
+                            return
+                elif inline:
+                    if not self._process(spec, info, inline.popleft(), None, golds, fleet, cache, out,
+                                         dead, schemas):
+                        return
+                else:  # short waits keep Ctrl-C and dead engines responsive
+                    wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
+        finally:
+            for future in generating:
+                future.cancel()  # requests not yet sent; the work stays pending for a resume
+
+    def _generation_done(self, predictor: str, future: Future[Prediction]) -> None:
+        if not future.cancelled():
+            self._notify("generated", predictor)
+
+    def _backend(self, spec: EngineSpec, question: Question, fleet: EngineFleet,
+                 dead: dict[str, str]) -> Backend | None:
+        try:
+            return fleet.backend(spec, question.db_id, self.dataset.database_url(question.db_id))
+        except EngineError as exc:
+            self._abandon(spec, str(exc), dead)
+            return None
+
+    def _abandon(self, spec: EngineSpec, why: str, dead: dict[str, str]) -> None:
+        dead[spec.name] = why
+        self.observer.message(f"engine {spec.name} abandoned: {why}")
+
+    def _engine_info(self, info: EngineInfo, spec: EngineSpec, item: _WorkItem, backend: Backend,
+                     schemas: SchemaCatalog, dead: dict[str, str]) -> EngineInfo | None:
+        """What the predictor is told about the engine: for those that read the schema, the
+        question's database as this engine holds it (rendered once per engine and database)."""
+        predictor = item.predictor
+        if not predictor.needs_schema:
+            return info
+        rows = predictor.sample_rows
+        try:
+            schema = schemas.get(spec.name, item.question.db_id, rows,
+                                 lambda: render_schema(backend, sample_rows=rows))
+            version = backend.version()
+        except EngineError as exc:
+            self._abandon(spec, str(exc), dead)
+            return None
+        return replace(info, version=version, schema=schema)
+
+    def _process(self, spec: EngineSpec, info: EngineInfo, item: _WorkItem, prediction: Prediction | None,
+                 golds: dict[str, GoldRuns], fleet: EngineFleet, cache: ExecutionCache | None, out: Any,
+                 dead: dict[str, str], schemas: SchemaCatalog) -> bool:
+        """Predict (unless ``prediction`` is already made), execute, compare and record one item.
+        False when this engine's worker must stop (gold phase interrupted, engine gone)."""
+        question = item.question
+        gold = golds.get(question.id)
+        if gold is None:  # gold phase interrupted
+            return False
+        source = self.dataset.database_url(question.db_id)
+        backend = self._backend(spec, question, fleet, dead)
+        if backend is None:
+            return False
+        if prediction is None:
+            engine = self._engine_info(info, spec, item, backend, schemas, dead)
+            if engine is None:
+                return False
+            prediction = item.predictor.predict(question, engine)
+        result: Result | None = None
+        verdict: Verdict
+        if prediction.sql is None:
+            verdict = Verdict(False, f"no SQL to run: {prediction.failure}",
+                              {"generation_failure": prediction.failure})
+        else:
+            fingerprint = fleet.fingerprint(spec, question.db_id)
+            result = self._execute(backend, spec, fingerprint, prediction.sql, cache=cache)
+            if result.error is not None and result.error.kind == "unavailable":
+                try:
+                    backend = fleet.reconnect(spec, question.db_id, source)
+                    result = self._execute(backend, spec, fingerprint, prediction.sql, cache=cache)
+                except EngineError as exc:
+                    result = Result.failed("unavailable", str(exc))
                 if result.error is not None and result.error.kind == "unavailable":
-                    try:
-                        backend = fleet.reconnect(spec, question.db_id, source)
-                        result = self._execute(backend, spec, fingerprint, prediction.sql, cache=cache)
-                    except EngineError as exc:
-                        result = Result.failed("unavailable", str(exc))
-                    if result.error is not None and result.error.kind == "unavailable":
-                        dead[spec.name] = result.error.message
-                        self.observer.message(f"engine {spec.name} abandoned: {result.error.message}")
-                        break
-                verdict = compare(gold.compared, result, dialect=question.source_dialect,
-                                  **gold.compare_kwargs(), **self.config.policy)
-            record = self._record(question, item.predictor, spec, backend, prediction.sql,
-                                  prediction.failure, prediction.meta, gold, result, verdict)
-            with self._write_lock:
-                out.write(record)
-                self._written += 1
-            self.observer.advance(record)
+                    self._abandon(spec, result.error.message, dead)
+                    return False
+            verdict = compare(gold.compared, result, dialect=question.source_dialect,
+                              **gold.compare_kwargs(), **self.config.policy)
+        record = self._record(question, item.predictor, spec, backend, prediction.sql,
+                              prediction.failure, prediction.meta, gold, result, verdict)
+        with self._write_lock:
+            out.write(record)
+            self._written += 1
+        self.observer.advance(record)
+        return True
 
     def _record(self, question: Question, predictor: Predictor, spec: EngineSpec, backend: Backend,
                 sql: str | None, failure: str | None, meta: dict[str, Any], gold: GoldRuns,
@@ -367,6 +517,12 @@ def run_sweep(config: SweepConfig, observer: SweepObserver | None = None,
     if on_ready is not None:
         on_ready(sweep)
     return sweep.run()
+
+
+def _split(value: str | list[str] | None) -> list[str]:
+    """Comma-separated text or a list of such items, as a flat list without blanks."""
+    parts = [value] if isinstance(value, str) else list(value or [])
+    return [item.strip() for part in parts for item in part.split(",") if item.strip()]
 
 
 __all__ = ["SweepConfig", "SweepObserver", "SweepOutcome", "Sweep", "record_key", "run_sweep"]

@@ -32,7 +32,24 @@ def _csv_row(cell: Cell) -> dict[str, Any]:
     return row
 
 
-def markdown(summary: Summary, run_info: dict[str, Any] | None = None) -> str:
+USAGE_FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "errors", "wall_time")
+
+
+def usage_markdown(models: dict[str, dict[str, Any]]) -> list[str]:
+    """The per-model usage table: what this invocation cost (calls made, cache hits, tokens)."""
+    lines = ["", "## Model usage", "",
+             "Requests of this invocation: calls reached the model, cache hits were answered from",
+             "the response cache; wall time runs from the first request to the last answer.", "",
+             "| model | calls | cache hits | prompt tokens | completion tokens | errors | wall time |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, u in models.items():
+        lines.append(f"| {name} | {u.get('calls', 0)} | {u.get('cache_hits', 0)} | {u.get('prompt_tokens', 0)} | "
+                     f"{u.get('completion_tokens', 0)} | {u.get('errors', 0)} | {u.get('wall_time', 0.0):.1f} s |")
+    return lines
+
+
+def markdown(summary: Summary, run_info: dict[str, Any] | None = None,
+             models: dict[str, dict[str, Any]] | None = None) -> str:
     lines = ["# polysql sweep report", ""]
     lines.append(f"Datasets: {', '.join(summary.datasets) or '-'}; questions: {summary.questions}.")
     if run_info:
@@ -59,6 +76,8 @@ def markdown(summary: Summary, run_info: dict[str, Any] | None = None) -> str:
             found = {(c.predictor, c.engine): c for c in cells}
             values = [f"{_pct(found[k].accuracy)} (n={found[k].total})" if k in found else "-" for k in keys]
             lines.append(f"| {tag} | " + " | ".join(values) + " |")
+    if models:
+        lines += usage_markdown(models)
     return "\n".join(lines) + "\n"
 
 
@@ -103,14 +122,19 @@ def html_report(summary: Summary) -> str:
     )
 
 
-def write_reports(summary: Summary, run_dir: Path, run_info: dict[str, Any] | None = None) -> list[Path]:
+def write_reports(summary: Summary, run_dir: Path, run_info: dict[str, Any] | None = None,
+                  models: dict[str, dict[str, Any]] | None = None) -> list[Path]:
+    """``models``: per model predictor, what this invocation cost (see :data:`USAGE_FIELDS`)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     paths = [run_dir / n for n in (SUMMARY_JSON, SUMMARY_CSV, REPORT_MD, REPORT_HTML)]
-    paths[0].write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+    data = summary.to_dict()
+    if models:
+        data["models"] = models
+    paths[0].write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     with paths[1].open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
         writer.writerows(_csv_row(c) for c in summary.cells)
-    paths[2].write_text(markdown(summary, run_info), encoding="utf-8")
+    paths[2].write_text(markdown(summary, run_info, models), encoding="utf-8")
     paths[3].write_text(html_report(summary), encoding="utf-8")
     return paths

@@ -102,11 +102,13 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 # ---------------------------------------------------------------------------------------------
 class _RichObserver:
-    """Progress bar for a sweep: counts, accuracy so far and ETA."""
+    """Progress bars for a sweep: counts, accuracy so far and ETA; with models, one more bar per
+    model for its requests, so generation and execution are both visible."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self.task: TaskID | None = None
+        self.generating: dict[str, TaskID] = {}
         self.matches = 0
         self.seen = 0
 
@@ -129,6 +131,14 @@ class _RichObserver:
     def message(self, text: str) -> None:
         self.progress.console.print(escape(text), highlight=False)
 
+    def generation(self, predictor: str, total: int) -> None:
+        self.generating[predictor] = self.progress.add_task(f"generate {predictor}", total=total, acc="")
+
+    def generated(self, predictor: str) -> None:
+        task = self.generating.get(predictor)
+        if task is not None:
+            self.progress.update(task, advance=1)
+
 
 def _summary_table(outcome: Any) -> Table:
     table = Table(title=f"accuracy — {', '.join(outcome.summary.datasets)}")
@@ -139,6 +149,16 @@ def _summary_table(outcome: Any) -> Table:
         table.add_row(c.predictor, c.engine, f"{100 * c.accuracy:.1f}%",
                       f"{100 * c.ci_low:.1f}–{100 * c.ci_high:.1f}", f"{c.correct}/{c.total}",
                       str(errors), str(c.statuses.get("generation_failure", 0)))
+    return table
+
+
+def _usage_table(models: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title="model usage (this run)")
+    for col in ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "errors", "wall time"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for name, u in models.items():
+        table.add_row(name, str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]),
+                      str(u["completion_tokens"]), str(u["errors"]), f"{u['wall_time']:.1f} s")
     return table
 
 
@@ -160,8 +180,19 @@ def _parse_policy(items: tuple[str, ...]) -> dict[str, Any]:
               help="Dataset: 'demo', 'bird:PATH', 'spider:PATH'.")
 @click.option("--engines", "-e", default="sqlite,duckdb", show_default=True,
               help="Comma-separated engine names or NAME=URL items.")
-@click.option("--predictor", "-p", "predictors", default="gold,transpile", show_default=True,
-              help="Comma-separated: gold, transpile, file:PATH.jsonl, NAME=PATH.jsonl.")
+@click.option("--predictor", "-p", "predictors", default=None,
+              help="Comma-separated: gold, transpile, file:PATH.jsonl, NAME=PATH.jsonl, llm:MODEL "
+                   "[default: gold,transpile, or none when --model is given].")
+@click.option("--model", "-m", "models", multiple=True,
+              help="Model(s) from the config file to evaluate (repeatable or comma-separated).")
+@click.option("--config", "model_config", type=click.Path(path_type=Path), default=None,
+              help="Model config file with [models.NAME] tables [default: ./polysql.toml].")
+@click.option("--prompt-level", type=click.Choice(["generic", "dialect", "pitfalls"]), default="dialect",
+              show_default=True, help="Name nothing, name the engine and version, or also list its pitfalls.")
+@click.option("--cot", is_flag=True, help="Ask models to reason step by step before the query.")
+@click.option("--sample-rows", default=0, show_default=True, help="Example rows per table in model prompts.")
+@click.option("--prompt-template", default="text2sql", show_default=True,
+              help="Prompt template: a shipped name (text2sql, text2sql_v1) or a path to a .j2 file.")
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
               help="Run folder (default runs/<dataset>). Re-running with the same folder resumes.")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds per query.")
@@ -170,19 +201,26 @@ def _parse_policy(items: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--limit", type=int, default=None, help="Only the first N questions.")
 @click.option("--policy", "policy_items", multiple=True,
               help="Comparison policy override KEY=VALUE (see docs/comparison.md), repeatable.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the execution cache.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not read or write the execution cache or the model response cache.")
 @click.option("--fresh", is_flag=True, help="Discard earlier results in the run folder.")
-def sweep(dataset: str, engines: str, predictors: str, out: Path | None, timeout: float,
-          max_rows: int, question_ids: tuple[str, ...], limit: int | None,
-          policy_items: tuple[str, ...], no_cache: bool, fresh: bool) -> None:
+def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str, ...],
+          model_config: Path | None, prompt_level: str, cot: bool, sample_rows: int,
+          prompt_template: str, out: Path | None, timeout: float, max_rows: int,
+          question_ids: tuple[str, ...], limit: int | None, policy_items: tuple[str, ...],
+          no_cache: bool, fresh: bool) -> None:
     """Run every question with every predictor on every engine; write results and a report."""
     from polysql.analysis.report import write_reports
     from polysql.runner import Sweep, SweepConfig
 
+    if predictors is None:
+        predictors = "" if models else "gold,transpile"
     config = SweepConfig(dataset=dataset, engines=engines, predictors=predictors, out=out,
                          timeout=timeout, max_rows=max_rows, question_ids=list(question_ids) or None,
                          limit=limit, policy=_parse_policy(policy_items), use_cache=not no_cache,
-                         fresh=fresh)
+                         fresh=fresh, models=list(models), model_config=model_config,
+                         prompt_level=prompt_level, cot=cot, sample_rows=sample_rows,
+                         prompt_template=prompt_template)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[acc]}"), TimeElapsedColumn(), TextColumn("eta"),
                         TimeRemainingColumn(), console=console, transient=False)
@@ -193,8 +231,10 @@ def sweep(dataset: str, engines: str, predictors: str, out: Path | None, timeout
     for problem in outcome.problems:
         console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
     run_info = json.loads((outcome.run_dir / "run.json").read_text(encoding="utf-8"))
-    paths = write_reports(outcome.summary, outcome.run_dir, run_info)
+    paths = write_reports(outcome.summary, outcome.run_dir, run_info, models=outcome.models)
     stdout.print(_summary_table(outcome))
+    if outcome.models:
+        stdout.print(_usage_table(outcome.models))
     console.print(f"{outcome.written} new records, {outcome.resumed} resumed, {outcome.cache_hits} "
                   f"cache hits, {outcome.elapsed:.1f} s; wrote {escape(', '.join(str(p) for p in paths))}")
     if outcome.interrupted:

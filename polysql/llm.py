@@ -104,6 +104,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "max_concurrency": (int,), "requests_per_minute": (int, float), "timeout": (int, float),
     "max_retries": (int,), "backoff_base": (int, float), "backoff_max": (int, float),
 }
+_KIND = {(str,): "a string", (dict,): "a table", (int,): "an integer", (int, float): "a number"}
 _REQUIRED = ("base_url", "model")
 
 
@@ -147,8 +148,7 @@ def _model_config(name: str, table: dict[str, Any], where: str) -> ModelConfig:
     for key, value in table.items():
         allowed = _FIELD_TYPES[key]
         if isinstance(value, bool) or not isinstance(value, allowed):
-            names = " or ".join("number" if t is float else t.__name__ for t in allowed)
-            raise ConfigError(f"{where}: field {key!r} must be a {names}, got {value!r}")
+            raise ConfigError(f"{where}: field {key!r} must be {_KIND[allowed]}, got {value!r}")
     config = ModelConfig(name=name, **{k: float(v) if _FIELD_TYPES[k] == (int, float) else v
                                        for k, v in table.items()})
     _check_values(config, where)

@@ -419,10 +419,14 @@ def _choose(text: str, queries: list[_Candidate]) -> _Candidate:
 # --- entry point -----------------------------------------------------------------------------------
 
 
-def extract_sql(text: str | None, dialect: str | None = None) -> Extraction:
+def extract_sql(text: str | None, dialect: str | None = None, *,
+                truncated: bool = False) -> Extraction:
     """The query a model's response gives, or the reason there is none. Never raises on ``text``.
 
     ``dialect`` (a sqlglot dialect name) is used to tell SQL from prose in running text.
+    ``truncated`` says the endpoint stopped the answer at its token limit (``finish_reason ==
+    "length"``): a query that runs to the very end of such a text may have lost its tail even
+    when what is left looks complete, so it becomes ``truncated_response`` rather than SQL.
     """
     if dialect is not None:
         _check_dialect(dialect)
@@ -448,20 +452,23 @@ def extract_sql(text: str | None, dialect: str | None = None) -> Extraction:
         queries = [s for s in statements if _is_query(s.sql)]
         non_queries += len(statements) - len(queries)
         if queries:
-            return _decide(cleaned, queries, passed_over=non_queries)
+            return _decide(cleaned, queries, passed_over=non_queries, truncated=truncated)
     if non_queries:
         return Extraction(None, "none", 0, False, NOT_A_QUERY)
-    if any(not fence.closed for fence in fences):
+    if truncated or any(not fence.closed for fence in fences):
         return Extraction(None, "none", 0, False, TRUNCATED_RESPONSE)
     if _REFUSAL.search(cleaned):
         return Extraction(None, "none", 0, False, REFUSAL)
     return Extraction(None, "none", 0, False, NO_SQL_FOUND)
 
 
-def _decide(text: str, queries: list[_Candidate], *, passed_over: int) -> Extraction:
+def _decide(text: str, queries: list[_Candidate], *, passed_over: int,
+            truncated: bool) -> Extraction:
     distinct = len({_normal(q.sql) for q in queries})
     chosen = _choose(text, queries)
     choice_made = distinct > 1 or passed_over > 0
+    if truncated and chosen.runs_to_end:
+        return Extraction(None, chosen.method, distinct, choice_made, TRUNCATED_RESPONSE)
     if not chosen.complete:
         failure = TRUNCATED_RESPONSE if chosen.runs_to_end else INCOMPLETE_SQL
         return Extraction(None, chosen.method, distinct, choice_made, failure)

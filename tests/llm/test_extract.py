@@ -70,3 +70,24 @@ def test_to_dict_is_plain_data() -> None:
 def test_unknown_dialect_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown SQL dialect 'postgress'"):
         extract_sql("SELECT 1", "postgress")
+
+
+# --- answers the endpoint cut at its token limit ----------------------------------------------------
+
+
+def test_query_running_to_the_end_of_a_cut_answer_is_truncated() -> None:
+    # Looks whole, but the model was stopped mid-way: the WHERE clause may have lost a condition.
+    text = "SELECT name FROM singer WHERE country = 'France' AND age"
+    assert extract_sql(text).sql == text  # without the hint it cannot be told apart
+    assert extract_sql(text, truncated=True) == Extraction(
+        None, "bare", 1, False, "truncated_response")
+
+
+def test_closed_block_before_the_cut_is_kept() -> None:
+    text = "```sql\nSELECT COUNT(*) FROM singer\n```\n\nThis query counts the rows of the singer"
+    assert extract_sql(text, truncated=True).sql == "SELECT COUNT(*) FROM singer"
+
+
+def test_cut_json_answer_is_not_taken_as_json() -> None:
+    text = '{"sql": "SELECT name FROM singer WHERE age > 3'
+    assert extract_sql(text, truncated=True).failure == "truncated_response"

@@ -28,10 +28,6 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def user_text(body: dict[str, Any]) -> str:
-    return next(m["content"] for m in body["messages"] if m["role"] == "user")
-
-
 class ChatEndpoint:
     def __init__(self) -> None:
         self.responder: Responder = lambda body: (200, "```sql\nSELECT 1\n```")

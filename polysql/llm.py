@@ -427,13 +427,16 @@ class LLMClient:
 def _retry_after(exc: Any) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
-    value = headers.get("retry-after") if headers is not None else None
-    if value is None:
+    if headers is None:
         return None
     try:
-        return float(value)
+        if headers.get("retry-after-ms") is not None:  # OpenAI's finer-grained variant
+            return float(headers["retry-after-ms"]) / 1000.0
+        if headers.get("retry-after") is not None:
+            return float(headers["retry-after"])
     except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+        pass  # an HTTP date or junk: fall back to our own backoff
+    return None
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -91,6 +91,16 @@ def test_retry_after_header_sets_the_wait(openai_emulator: Any) -> None:
     assert gaps(openai_emulator)[0] >= 1.0
 
 
+def test_retry_after_ms_header_sets_the_wait(openai_emulator: Any) -> None:
+    openai_emulator.script(openai_emulator.reply(status=503, headers={"retry-after-ms": "700"}),
+                           then=openai_emulator.reply())
+    client = LLMClient(config_for(openai_emulator.base_url, backoff_base=0.01), cache=None)
+
+    client.complete(ask("q"))
+
+    assert 0.7 <= gaps(openai_emulator)[0] < 1.5
+
+
 def test_gives_up_after_max_retries_with_a_clear_error(openai_emulator: Any) -> None:
     openai_emulator.script(then=openai_emulator.reply(status=503))
     client = LLMClient(config_for(openai_emulator.base_url, max_retries=2), cache=None)

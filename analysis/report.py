@@ -38,8 +38,9 @@ USAGE_FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "er
 def usage_markdown(models: dict[str, dict[str, Any]]) -> list[str]:
     """The per-model usage table: what this invocation cost (calls made, cache hits, tokens)."""
     lines = ["", "## Model usage", "",
-             "Requests of this invocation: calls reached the model, cache hits were answered from",
-             "the response cache; wall time runs from the first request to the last answer.", "",
+             "Requests of this invocation: calls were answered by the model, cache hits by the",
+             "response cache (they cost no tokens); errors failed after all retries; wall time is",
+             "the time during which at least one request was in flight.", "",
              "| model | calls | cache hits | prompt tokens | completion tokens | errors | wall time |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for name, u in models.items():

@@ -154,7 +154,7 @@ def _summary_table(outcome: Any) -> Table:
 
 def _usage_table(models: dict[str, dict[str, Any]]) -> Table:
     table = Table(title="model usage (this run)")
-    for col in ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "errors", "wall time"):
+    for col in ("model", "calls", "cached", "prompt tok", "output tok", "errors", "wall time"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for name, u in models.items():
         table.add_row(name, str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]),
@@ -236,7 +236,7 @@ def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str,
     if outcome.models:
         stdout.print(_usage_table(outcome.models))
     console.print(f"{outcome.written} new records, {outcome.resumed} resumed, {outcome.cache_hits} "
-                  f"cache hits, {outcome.elapsed:.1f} s; wrote {escape(', '.join(str(p) for p in paths))}")
+                  f"execution cache hits, {outcome.elapsed:.1f} s; wrote {escape(', '.join(str(p) for p in paths))}")
     if outcome.interrupted:
         console.print("interrupted; re-run the same command to resume")
         sys.exit(EXIT_INTERRUPTED)

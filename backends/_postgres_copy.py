@@ -1,9 +1,9 @@
 """Create and fill tables in a PostgreSQL schema from a load source, then add its keys.
 
-Rows travel as Arrow batches from the source and enter PostgreSQL through binary
-``COPY ... FROM STDIN``; nothing is inserted row by row. Keys are added after the rows: a key the
-source data violates (SQLite allows NULL and duplicate primary keys and dangling foreign keys) is
-left out and the reason recorded as a coercion, never by dropping rows.
+Rows travel as Arrow batches from the source and enter PostgreSQL through ``COPY ... FROM STDIN``
+as CSV (binary for tables with bytes); nothing is inserted row by row. Keys are added after the
+rows: a key the source data violates (SQLite allows NULL and duplicate primary keys and dangling
+foreign keys) is left out and the reason recorded as a coercion, never by dropping rows.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 from psycopg import sql
 
 from polysql.backends._postgres_types import check_identifier, copy_type, physical_type
+from polysql.backends._prefetch import prefetched
 from polysql.errors import LoadError
 from polysql.naming import NameMode, convert_all
 from polysql.schema import Coercion, Column, ForeignKey, Table
@@ -99,23 +101,59 @@ class _NulCounter:
         self.counts[column.name] = self.counts.get(column.name, 0) + found
         return pc.replace_substring(array, _NUL, "")
 
+    def clean_batch(self, batch: pa.RecordBatch, columns: list[Column]) -> pa.RecordBatch:
+        arrays = [self.clean(batch.column(i), column) for i, column in enumerate(columns)]
+        if all(a is batch.column(i) for i, a in enumerate(arrays)):
+            return batch
+        return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+
+
+# Arrow's CSV writer quotes every string and leaves NULL as an empty unquoted field: exactly
+# PostgreSQL's CSV convention (unquoted empty = NULL, "" = empty string), and a quoted field is
+# never read as the end-of-data marker. Floats are written in shortest round-trip form.
+_CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
+
+
+def csv_carries(table: Table) -> bool:
+    """Whether every column of ``table`` can travel as CSV text. Bytes cannot: Arrow would
+    write them raw, while bytea input wants an escaped form, so such tables go binary."""
+    return all(column.type.kind != "blob" for column in table.columns)
+
+
+def csv_bytes(batch: pa.RecordBatch) -> pa.Buffer:
+    """``batch`` as CSV in PostgreSQL's ``COPY ... (FORMAT csv)`` dialect."""
+    sink = pa.BufferOutputStream()
+    pa_csv.write_csv(batch, sink, _CSV_OPTIONS)
+    return sink.getvalue()
+
 
 def copy_rows(conn: psycopg.Connection, schema: str, plan: TablePlan,
               source: Backend) -> tuple[int, list[Coercion]]:
-    """Stream every row of the source table into the created table; rows and coercions."""
+    """Stream every row of the source table into the created table; rows and coercions.
+
+    Batches are read one ahead in a worker thread while the current one is encoded and sent.
+    CSV is encoded by Arrow in C++ with no Python object per value; tables with bytes use
+    psycopg's binary rows instead.
+    """
     columns = plan.source.columns
     nuls = _NulCounter()
-    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
-        _qualified(schema, plan.name), _column_list(plan.target_columns()))
+    as_csv = csv_carries(plan.source)
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT {})").format(
+        _qualified(schema, plan.name), _column_list(plan.target_columns()),
+        sql.SQL("CSV" if as_csv else "BINARY"))
     loaded = 0
     with conn.cursor() as cursor, cursor.copy(statement) as copy:
-        copy.set_types([copy_type(c.type) for c in columns])
-        for batch in source.read_table(plan.source):
-            values: list[list[Any]] = [
-                nuls.clean(batch.column(i), column).to_pylist()
-                for i, column in enumerate(columns)]
-            for row in zip(*values, strict=True):
-                copy.write_row(row)
+        if not as_csv:
+            copy.set_types([copy_type(c.type) for c in columns])
+        for batch in prefetched(source.read_table(plan.source)):
+            batch = nuls.clean_batch(batch, columns)
+            if as_csv:
+                copy.write(memoryview(csv_bytes(batch)))
+            else:
+                values: list[list[Any]] = [batch.column(i).to_pylist()
+                                           for i in range(len(columns))]
+                for row in zip(*values, strict=True):
+                    copy.write_row(row)
             loaded += batch.num_rows
     coercions = [Coercion(plan.name, plan.columns[name],
                           "NUL characters removed: PostgreSQL text cannot hold them", count)
@@ -126,6 +164,8 @@ def copy_rows(conn: psycopg.Connection, schema: str, plan: TablePlan,
 def copy_tables(conn: psycopg.Connection, schema: str, plans: list[TablePlan],
                 source: Backend) -> CopyResult:
     result = CopyResult()
+    # CSV bytes from Arrow are UTF-8; the server must read them as such.
+    conn.execute("SET client_encoding TO 'UTF8'")
     for plan in plans:
         try:
             create_table(conn, schema, plan)

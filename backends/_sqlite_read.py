@@ -42,6 +42,34 @@ def select_expression(column: Column) -> str:
     return col
 
 
+# How each logical type arrives from the SELECT (see select_expression), before the cast that
+# gives it its logical Arrow type.
+_FETCHED = {"boolean": pa.int64(), "integer": pa.int64(), "float": pa.float64(),
+            "decimal": pa.string(), "text": pa.string(), "blob": pa.binary(),
+            "date": pa.string(), "timestamp": pa.string()}
+
+
+def fetched_struct(table: Table) -> pa.StructType:
+    return pa.struct([pa.field(str(i), _FETCHED[c.type.kind]) for i, c in enumerate(table.columns)])
+
+
+def rows_to_arrow(rows: list[tuple[Any, ...]], table: Table,
+                  fetched: pa.StructType) -> list[pa.Array] | None:
+    """Fetched rows as one Arrow array per column, converted in one C++ pass over the row
+    tuples (no Python transpose); None when a value does not have the fetched type (a blob in
+    a text column), which the per-column path handles."""
+    try:
+        packed = pa.array(rows, type=fetched)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+    arrays = []
+    for index, column in enumerate(table.columns):
+        array = packed.field(index)
+        target = arrow_type(column.type)
+        arrays.append(array if array.type == target else array.cast(target))
+    return arrays
+
+
 def _to_text(value: Any) -> Any:
     # Blobs in a text column: keep every byte that is text, mark the rest visibly.
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
@@ -120,6 +148,7 @@ def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: th
     """One pass over ``table``, leaving out its first ``skip`` rows."""
     select = ", ".join(select_expression(c) for c in table.columns)
     schema = arrow_schema(table)
+    fetched = fetched_struct(table)
     cursor = conn.cursor()
     try:
         with lock, _decoding(conn, decoder):
@@ -138,13 +167,15 @@ def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: th
                 rows = _fetch(cursor, batch_size, table, decoder is not None)
             if not rows:
                 return
-            columns = list(zip(*rows, strict=True))
-            if decoder is not None and decoder.repaired > before:
-                for name, count in _repaired_per_column(columns, table).items():
-                    repaired[name] = repaired.get(name, 0) + count
             try:
-                arrays = [to_arrow(list(values), column)
-                          for values, column in zip(columns, table.columns, strict=True)]
+                arrays = rows_to_arrow(rows, table, fetched) if decoder is None else None
+                if arrays is None:
+                    columns = list(zip(*rows, strict=True))
+                    if decoder is not None and decoder.repaired > before:
+                        for name, count in _repaired_per_column(columns, table).items():
+                            repaired[name] = repaired.get(name, 0) + count
+                    arrays = [to_arrow(list(values), column)
+                              for values, column in zip(columns, table.columns, strict=True)]
             except (pa.ArrowInvalid, pa.ArrowTypeError, ArithmeticError) as exc:
                 raise LoadError(
                     f"cannot convert table {table.name!r} to its resolved types: {exc}") from exc

@@ -9,10 +9,15 @@ recorded as a :class:`~polysql.schema.Coercion` -- no row is ever dropped.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import threading
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from polysql.schema import Coercion, Column, ColumnType, ForeignKey, Table
 
@@ -82,7 +87,9 @@ class ColumnStats:
     dates: int = 0  # texts that are valid ISO dates YYYY-MM-DD
     datetimes: int = 0  # texts that are valid ISO date-times YYYY-MM-DD[ T]HH:MM[:SS[.f]]
     int_digits: int = 0  # most digits before the decimal point among numbers
-    frac_digits: int = 0  # most significant fractional digits among numbers (as SQLite prints them)
+    # most significant fractional digits among numbers (as SQLite prints them); under a declared
+    # scale only values with digits beyond it are measured, the rest count 0
+    frac_digits: int = 0
 
     @property
     def non_null(self) -> int:
@@ -107,27 +114,80 @@ def _lazy(*conditions: str) -> str:
     return expression
 
 
-def _scan_expressions(col: str, family: str | None) -> list[str]:
-    """Aggregate SQL for one column: integers, reals, texts, blobs, bool-like, dates, datetimes,
+# Families whose values are numbers or bytes when they fit: date measures only matter for them
+# when text turns up, which the first pass tells, so they are measured in a second pass if at all.
+_DATES_ONLY_FOR_TEXT = frozenset({"integer", "float", "decimal", "blob", "boolean"})
+
+
+def _valid_day(col: str) -> str:
+    """The first ten characters (already known to look like YYYY-MM-DD) are a real day. A day
+    of month up to 28 in months 01-12 always is; only the rest pay for date(), which normalises
+    Feb 30 to Mar 2, so equality proves validity."""
+    return (f"substr({col}, 1, 4) >= '0001' AND CASE WHEN substr({col}, 6, 2) BETWEEN '01' AND "
+            f"'12' AND substr({col}, 9, 2) BETWEEN '01' AND '28' THEN 1 ELSE "
+            f"date(substr({col}, 1, 10), '+0 days') = substr({col}, 1, 10) END")
+
+
+def _date_expressions(col: str) -> list[str]:
+    """Aggregate SQL counting valid ISO dates and valid ISO date-times among the texts."""
+    minutes = f"{_DATE_GLOB}[ T][0-2][0-9]:[0-5][0-9]"
+    seconds = f"{minutes}:[0-5][0-9]"
+    is_date = _lazy(f"typeof({col}) = 'text'", f"length({col}) = 10",
+                    f"{col} GLOB '{_DATE_GLOB}'", _valid_day(col))
+    # YYYY-MM-DD HH:MM, YYYY-MM-DD HH:MM:SS or YYYY-MM-DD HH:MM:SS.fff... (digits only)
+    shape = (f"CASE length({col}) WHEN 19 THEN {col} GLOB '{seconds}' "
+             f"WHEN 16 THEN {col} GLOB '{minutes}' "
+             f"ELSE length({col}) > 20 AND {col} GLOB '{seconds}.*' "
+             f"AND NOT substr({col}, 21) GLOB '*[^0-9]*' END")
+    is_datetime = _lazy(f"typeof({col}) = 'text'", f"length({col}) >= 16", shape,
+                        f"substr({col}, 12, 2) < '24'", _valid_day(col))
+    return [f"sum({is_date})", f"sum({is_datetime})"]
+
+
+_CLASSES = ("integer", "real", "text", "blob")
+_SUM_BITS = 62  # sum() is a signed 64-bit integer; keep clear of its overflow error
+
+
+def _class_layout(rows: int) -> tuple[int, int]:
+    """(bits per count, counts per sum) to pack the storage-class counts of a table of
+    ``rows`` rows: typeof() per row and column is the main cost of the scan, so several counts
+    share one sum, each in its own bit field wide enough for any count up to ``rows``.
+    (typeof() is also what lets SQLite skip loading large values; count(col) would load them.)"""
+    bits = max(rows.bit_length(), 1)
+    return bits, max(1, min(len(_CLASSES), _SUM_BITS // bits))
+
+
+def _class_expressions(col: str, rows: int) -> list[str]:
+    """The packed sums counting integer, real, text and blob values (see _class_layout)."""
+    bits, per_sum = _class_layout(rows)
+    sums = []
+    for start in range(0, len(_CLASSES), per_sum):
+        weights = " ".join(f"WHEN '{name}' THEN {1 << (bits * i)}"
+                           for i, name in enumerate(_CLASSES[start:start + per_sum]))
+        sums.append(f"sum(CASE typeof({col}) {weights} ELSE 0 END)")
+    return sums
+
+
+def _class_counts(packed: list[Any], rows: int) -> tuple[int, int, int, int]:
+    """(integers, reals, texts, blobs) from what _class_expressions measured."""
+    bits, per_sum = _class_layout(rows)
+    integers, reals, texts, blobs = (
+        ((packed[index // per_sum] or 0) >> (bits * (index % per_sum))) & ((1 << bits) - 1)
+        for index in range(len(_CLASSES)))
+    return integers, reals, texts, blobs
+
+
+def _scan_expressions(col: str, declared: Declared, *, dates: bool, rows: int) -> list[str]:
+    """Aggregate SQL for one column: storage-class counts (packed, see _class_expressions),
+    bool-like, dates, datetimes,
     largest and smallest number (as SQLite prints them), most fractional digits.
 
     Measures the declared family can never use are a constant, so a large TEXT column is not run
-    through date parsing and a DATE column is not measured for digits.
+    through date parsing and a DATE column is not measured for digits. ``dates=False`` leaves
+    the date measures out too (0), for a first pass over a numeric or blob column.
     """
+    family = declared.family
     as_text = f"CAST({col} AS TEXT)"
-    valid_day = (  # date(x, '+0 days') normalises Feb 30 to Mar 2, so equality proves validity
-        f"substr({col}, 1, 4) >= '0001'",
-        f"date(substr({col}, 1, 10), '+0 days') = substr({col}, 1, 10)")
-    is_date = _lazy(f"typeof({col}) = 'text'", f"length({col}) = 10",
-                    f"{col} GLOB '{_DATE_GLOB}'", *valid_day)
-    is_datetime = _lazy(
-        f"typeof({col}) = 'text'", f"length({col}) >= 16",
-        f"{col} GLOB '{_DATE_GLOB}[ T][0-2][0-9]:[0-5][0-9]*'",
-        f"substr({col}, 12, 2) < '24'",
-        f"length({col}) = 16 OR (substr({col}, 17, 3) GLOB ':[0-5][0-9]' AND (length({col}) = 19 "
-        f"OR (substr({col}, 20, 1) = '.' AND length({col}) > 20 "
-        f"AND NOT substr({col}, 21) GLOB '*[^0-9]*')))",
-        *valid_day)
     is_number = f"typeof({col}) IN ('integer', 'real')"
     # Fractional digits of a real as SQLite prints it (15 significant digits, so binary noise
     # such as 0.30000000000000004 does not count): '12.50' -> 1, '1.5e-07' -> 8, '1.0e+20' -> 0.
@@ -135,18 +195,19 @@ def _scan_expressions(col: str, family: str | None) -> list[str]:
     frac = (f"CASE WHEN {exp} = 0 THEN length(rtrim(substr({as_text}, {point} + 1), '0')) "
             f"ELSE max(0, length(rtrim(substr({as_text}, {point} + 1, {exp} - {point} - 1), '0')) "
             f"- CAST(substr({as_text}, {exp} + 1) AS INTEGER)) END")
-    wants_dates = family != "text"
+    if declared.scale is not None:
+        # Only digits beyond a declared scale change the decision (the scale is widened to
+        # them); a real equal to itself rounded to the scale has none, so it counts 0 and skips
+        # the text measure.
+        frac = f"CASE WHEN round({col}, {declared.scale}) = {col} THEN 0 ELSE {frac} END"
+    wants_dates = family != "text" and dates
     wants_digits = family == "decimal"
     return [
-        f"sum(typeof({col}) = 'integer')",
-        f"sum(typeof({col}) = 'real')",
-        f"sum(typeof({col}) = 'text')",
-        f"sum(typeof({col}) = 'blob')",
+        *_class_expressions(col, rows),
         f"sum(CASE typeof({col}) WHEN 'integer' THEN {col} IN (0, 1) "
         f"WHEN 'text' THEN lower({col}) IN ('true', 'false') ELSE 0 END)"
         if family == "boolean" else "0",
-        f"sum({is_date})" if wants_dates else "0",
-        f"sum({is_datetime})" if wants_dates else "0",
+        *(_date_expressions(col) if wants_dates else ["0", "0"]),
         f"CAST(max(CASE WHEN {is_number} THEN {col} END) AS TEXT)" if wants_digits else "NULL",
         f"CAST(min(CASE WHEN {is_number} THEN {col} END) AS TEXT)" if wants_digits else "NULL",
         f"max(CASE WHEN typeof({col}) = 'real' THEN {frac} END)" if wants_digits else "0",
@@ -161,24 +222,42 @@ def _digits(printed: str | None) -> int:
     return 0 if number == 0 else max(0, number.adjusted() + 1)
 
 
+def _aggregate(conn: sqlite3.Connection, table: str, expressions: list[str]) -> tuple[Any, ...]:
+    return tuple(conn.execute(f"SELECT {', '.join(expressions)} FROM {quote_ident(table)}")
+                 .fetchone())
+
+
 def scan_table(conn: sqlite3.Connection, table: str,
                columns: list[tuple[str, str]]) -> tuple[int, list[ColumnStats]]:
-    """Row count and per-column stats of ``table`` (``columns``: name, declared type) in one
-    pass."""
-    per_column = [_scan_expressions(quote_ident(name), parse_declared(declared).family)
-                  for name, declared in columns]
-    select = ", ".join(["count(*)"] + [expr for exprs in per_column for expr in exprs])
-    row = conn.execute(f"SELECT {select} FROM {quote_ident(table)}").fetchone()
+    """Row count and per-column stats of ``table`` (``columns``: name, declared type).
+
+    One pass measures everything except the date shapes of numeric and blob columns; a second
+    pass over just those columns runs only when some of them turn out to hold text.
+    """
+    rows = int(_aggregate(conn, table, ["count(*)"])[0])
+    declared = [parse_declared(d) for _, d in columns]
+    per_column = [_scan_expressions(quote_ident(name), dec, rows=rows,
+                                    dates=dec.family not in _DATES_ONLY_FOR_TEXT)
+                  for (name, _), dec in zip(columns, declared, strict=True)]
+    row = _aggregate(conn, table, [e for exprs in per_column for e in exprs]) if columns else ()
     width = len(per_column[0]) if per_column else 0
+    measured = [list(row[i * width: (i + 1) * width]) for i in range(len(columns))]
+    classes = [_class_counts(values[:width - 6], rows) for values in measured]
+    late = [i for i, dec in enumerate(declared)
+            if dec.family in _DATES_ONLY_FOR_TEXT and classes[i][2]]
+    if late:
+        dates = _aggregate(conn, table, [e for i in late
+                                         for e in _date_expressions(quote_ident(columns[i][0]))])
+        for n, i in enumerate(late):
+            measured[i][width - 5: width - 3] = dates[2 * n: 2 * n + 2]
     stats = []
-    for index in range(len(columns)):
-        (integers, reals, texts, blobs, bool_like, dates, datetimes, largest, smallest,
-         frac) = row[1 + index * width: 1 + (index + 1) * width]
+    for (integers, reals, texts, blobs), values in zip(classes, measured, strict=True):
+        bool_like, dates_, datetimes, largest, smallest, frac = values[width - 6:]
         stats.append(ColumnStats(
-            integers=integers or 0, reals=reals or 0, texts=texts or 0, blobs=blobs or 0,
-            bool_like=bool_like or 0, dates=dates or 0, datetimes=datetimes or 0,
+            integers=integers, reals=reals, texts=texts, blobs=blobs,
+            bool_like=bool_like or 0, dates=dates_ or 0, datetimes=datetimes or 0,
             int_digits=max(_digits(largest), _digits(smallest)), frac_digits=frac or 0))
-    return int(row[0]), stats
+    return rows, stats
 
 
 # -- decision --------------------------------------------------------------------------------
@@ -337,6 +416,45 @@ def _foreign_keys(conn: sqlite3.Connection, table: str) -> list[ForeignKey]:
     return [ForeignKey(tuple(c), t, tuple(r)) for c, t, r in grouped.values()]
 
 
+def _database_file(conn: sqlite3.Connection) -> str | None:
+    """The file behind the main database, or None for an in-memory or temporary one."""
+    for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return file or None
+    return None
+
+
+def _scan_in_parallel(path: str, names: list[str], workers: int) -> list[SourceTable]:
+    """Each worker thread scans whole tables through its own read-only connection: the scan
+    runs inside SQLite, which releases the GIL, so tables are measured on several cores."""
+    local = threading.local()
+    opened: list[sqlite3.Connection] = []
+    uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+
+    def scan(name: str) -> SourceTable:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            opened.append(conn)
+            local.conn = conn
+        return introspect_table(conn, name)
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polysql-scan") as pool:
+            return list(pool.map(scan, names))
+    finally:
+        for conn in opened:
+            conn.close()
+
+
 def introspect(conn: sqlite3.Connection) -> list[SourceTable]:
     """Every user table of the database, logical types resolved."""
-    return [introspect_table(conn, name) for name in list_tables(conn)]
+    names = list_tables(conn)
+    path = _database_file(conn)
+    workers = min(len(names), os.cpu_count() or 1)
+    if path is not None and workers > 1:
+        try:
+            return _scan_in_parallel(path, names, workers)
+        except sqlite3.Error:
+            pass  # e.g. the file cannot be opened a second time: scan on this connection
+    return [introspect_table(conn, name) for name in names]

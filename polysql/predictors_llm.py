@@ -51,7 +51,7 @@ class LLMOptions:
 
     @property
     def path(self) -> Path:
-        return Path(self.config_path) if self.config_path else DEFAULT_CONFIG
+        return Path(self.config_path) if self.config_path else Path.cwd() / DEFAULT_CONFIG
 
     def configs(self) -> dict[str, ModelConfig]:
         if self._configs is None:

@@ -272,6 +272,7 @@ class SchemaCatalog:
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str, int], str] = {}
         self._lock = threading.Lock()
+        self.renders = 0  # how many times a schema was actually rendered
 
     def get(self, engine: str, db_id: str, sample_rows: int, render: Callable[[], str]) -> str:
         key = (engine, db_id, sample_rows)
@@ -282,6 +283,7 @@ class SchemaCatalog:
             # schemas, so two threads never race on one key.
             text = render()
             with self._lock:
+                self.renders += 1
                 text = self._texts.setdefault(key, text)
         return text
 

@@ -122,6 +122,7 @@ class Sweep:
         self.run_dir = Path(config.out) if config.out else Path("runs") / self.dataset.name
         self.store = ResultsStore(self.run_dir)
         self.problems: list[str] = []
+        self.schemas = SchemaCatalog()  # schema text per (engine, database), for model prompts
         self._stop = threading.Event()
         self._write_lock = threading.Lock()
         self._written = 0
@@ -234,7 +235,7 @@ class Sweep:
                         pending[engine.name].append(_WorkItem(question, predictor))
         cache = ExecutionCache(cache_dir() / "executions.sqlite") if self.config.use_cache else None
         fleet = EngineFleet(cache_dir(), self.dataset.name)
-        schemas = SchemaCatalog()
+        schemas = self.schemas
         dead: dict[str, str] = {}
         written = 0
         interrupted = False

@@ -135,6 +135,19 @@ def test_models_and_file_predictors_sweep_together(chat_endpoint: Any, isolated_
     assert described["settings"]["level"] == "pitfalls" and described["settings"]["cot"] is True
 
 
+def test_each_engines_schema_is_rendered_once_for_all_its_questions(chat_endpoint: Any, isolated_cache: Path,
+                                                                    tmp_path: Path) -> None:
+    from polysql.runner import Sweep, SweepConfig
+
+    config = write_config(tmp_path, chat_endpoint.base_url)
+    runner = Sweep(SweepConfig(dataset="demo", engines="sqlite,duckdb", predictors=[], models=["emu"],
+                               model_config=config, limit=5, out=tmp_path / "run"))
+    outcome = runner.run()
+    assert outcome.written == 10 and len(chat_endpoint.requests) == 10
+    assert runner.schemas.renders == 2  # one database on two engines
+    assert outcome.models["llm:emu"]["calls"] == 10
+
+
 def test_resuming_under_other_prompt_settings_is_refused(chat_endpoint: Any, isolated_cache: Path,
                                                          tmp_path: Path) -> None:
     config = write_config(tmp_path, chat_endpoint.base_url)

@@ -207,4 +207,4 @@ def test_schema_catalog_renders_once_per_engine_database_and_rows(loaded: dict[s
     again = catalog.get("duckdb", "retail", 0, lambda: render_duckdb(0))
     with_rows = catalog.get("duckdb", "retail", 1, lambda: render_duckdb(1))
     assert first == again and first != with_rows
-    assert calls == [0, 1] and len(catalog) == 2
+    assert calls == [0, 1] and len(catalog) == 2 and catalog.renders == 2

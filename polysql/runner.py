@@ -81,7 +81,8 @@ class SweepOutcome:
     interrupted: bool
     cache_hits: int = 0
     elapsed: float = 0.0
-    # per model (config name): calls, cache_hits, prompt_tokens, completion_tokens, errors, wall_time
+    # per model predictor (llm:NAME): calls, cache_hits, prompt_tokens, completion_tokens, errors,
+    # wall_time, requests, retries
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 

@@ -3,7 +3,7 @@
 Tables and columns keep their exact source names (quoted, case preserved); logical types map to
 DuckDB types one to one; rows arrive as Arrow batches. A primary key is added after the rows are
 in, and dropped (and reported) when the source data violates it -- SQLite, for one, allows NULL
-keys.
+keys. Secondary indexes follow; a UNIQUE one the rows violate becomes a plain index, reported.
 """
 
 from __future__ import annotations
@@ -93,6 +93,46 @@ def _add_primary_key(conn: duckdb.DuckDBPyConnection, table: Table) -> Coercion 
     return None
 
 
+def _duplicates(conn: duckdb.DuckDBPyConnection, table: Table, columns: tuple[str, ...]) -> int:
+    """Rows sharing all of ``columns`` (none NULL) with another row."""
+    keys = ", ".join(quote_ident(c) for c in columns)
+    present = " AND ".join(f"{quote_ident(c)} IS NOT NULL" for c in columns)
+    row = conn.execute(
+        f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {quote_ident(table.name)} "
+        f"WHERE {present} GROUP BY {keys} HAVING count(*) > 1)").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _add_indexes(conn: duckdb.DuckDBPyConnection, table: Table) -> list[Coercion]:
+    """Create the table's secondary indexes once its rows are in. A UNIQUE index the rows
+    violate is created as a plain index; one DuckDB refuses outright is skipped. Either way the
+    report says so and every row stays."""
+    notes: list[Coercion] = []
+    for index in table.indexes:
+        columns = ", ".join(quote_ident(c) for c in index.columns)
+        target = f"{quote_ident(index.name)} ON {quote_ident(table.name)} ({columns})"
+        where = ", ".join(index.columns)
+        if index.unique:
+            try:
+                conn.execute(f"CREATE UNIQUE INDEX {target}")
+                continue
+            except duckdb.ConstraintException:
+                shared = _duplicates(conn, table, index.columns)
+                notes.append(Coercion(
+                    table.name, where, f"UNIQUE index {index.name!r} created as a plain index: "
+                    f"{shared} rows share a key with another row", shared or 1))
+            except duckdb.Error as exc:
+                notes.append(Coercion(table.name, where, f"index {index.name!r} not created: "
+                                      f"{str(exc).splitlines()[0]}"))
+                continue
+        try:
+            conn.execute(f"CREATE INDEX {target}")
+        except duckdb.Error as exc:
+            notes.append(Coercion(table.name, where, f"index {index.name!r} not created: "
+                                  f"{str(exc).splitlines()[0]}"))
+    return notes
+
+
 def copy_views(conn: duckdb.DuckDBPyConnection, source: Backend, *,
                replace: bool) -> list[Coercion]:
     """Recreate the source's views, their SQL translated by sqlglot; a view that cannot be
@@ -140,6 +180,7 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
         dropped = _add_primary_key(conn, table)
         if dropped is not None:
             notes.append(dropped)
+        notes.extend(_add_indexes(conn, table))
     notes.extend(copy_views(conn, source, replace=replace))
     # Asked last: reading the rows may have found more (text that was not valid UTF-8).
     return counts, source_coercions(source) + notes

@@ -79,6 +79,8 @@ def plan_tables(tables: list[Table], mode: NameMode) -> list[TablePlan]:
     by_source = {p.source.name: p for p in plans}
     for plan in plans:
         plan.keyed.update(plan.source.primary_key)
+        for index in plan.source.indexes:  # sized as VARCHAR where the data allows
+            plan.keyed.update(index.columns)
         for fk in plan.source.foreign_keys:
             plan.keyed.update(fk.columns)
             parent = by_source.get(fk.ref_table)

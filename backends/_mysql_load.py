@@ -34,6 +34,7 @@ from polysql.backends._mysql_access import (
     write_record,
 )
 from polysql.backends._mysql_copy import add_foreign_keys, copy_table, plan_tables
+from polysql.backends._mysql_index import add_indexes
 from polysql.backends._mysql_pool import Login, open_connection
 from polysql.errors import ConfigError, LoadError
 from polysql.naming import NameMode, check_mode
@@ -42,7 +43,8 @@ from polysql.schema import Coercion, LoadReport
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
-SETTINGS_FORMAT = 1
+# 2: secondary indexes are carried; databases loaded without them are reloaded once.
+SETTINGS_FORMAT = 2
 # The fingerprint recorded while a swap is under way; it matches no source.
 PENDING = "pending"
 STAGE_PREFIX = "polysql_stage_"
@@ -213,6 +215,7 @@ def _build_and_swap(conn: pymysql.connections.Connection, database: str, source:
             except pymysql.err.MySQLError as exc:
                 raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
                                 f"{exc}") from exc
+        coercions.extend(add_indexes(conn, stage, plans, names, collation))
         coercions.extend(add_foreign_keys(conn, stage, plans))
         before_swap()
         _swap(conn, database, stage, [p.name for p in plans], collation)

@@ -20,8 +20,8 @@ from psycopg import sql
 from polysql.backends._postgres_types import check_identifier, copy_type, physical_type
 from polysql.backends._prefetch import prefetched
 from polysql.errors import LoadError
-from polysql.naming import NameMode, convert_all
-from polysql.schema import Coercion, Column, ForeignKey, Table
+from polysql.naming import NameMode, convert, convert_all
+from polysql.schema import Coercion, Column, ForeignKey, Index, Table
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
@@ -36,6 +36,7 @@ class TablePlan:
     source: Table
     name: str
     columns: dict[str, str]  # source column name -> target column name
+    indexes: list[Index] = field(default_factory=list)  # under target names
 
     def target_columns(self) -> list[str]:
         return [self.columns[c.name] for c in self.source.columns]
@@ -54,7 +55,9 @@ def plan_tables(tables: list[Table], mode: NameMode) -> list[TablePlan]:
     for table in tables:
         columns = convert_all([c.name for c in table.columns], mode,
                               where=f"the columns of table {table.name!r}")
-        plans.append(TablePlan(table, table_names[table.name], columns))
+        indexes = [Index(convert(ix.name, mode), tuple(columns[c] for c in ix.columns), ix.unique)
+                   for ix in table.indexes]
+        plans.append(TablePlan(table, table_names[table.name], columns, indexes))
     problems = [check_identifier(plan.name, "table") for plan in plans]
     problems += [check_identifier(name, f"column of table {plan.name!r}")
                  for plan in plans for name in plan.columns.values()]
@@ -278,3 +281,74 @@ def add_keys(conn: psycopg.Connection, schema: str, plans: list[TablePlan]) -> l
             if dropped is not None:
                 coercions.append(dropped)
     return coercions
+
+
+# -- secondary indexes -------------------------------------------------------------------------
+
+def _duplicates(conn: psycopg.Connection, table: sql.Composable, columns: tuple[str, ...]) -> int:
+    """Rows sharing all of ``columns`` (none NULL) with another row."""
+    present = sql.SQL(" AND ").join(sql.SQL("{} IS NOT NULL").format(sql.Identifier(c))
+                                    for c in columns)
+    return _count(conn, sql.SQL(
+        "SELECT sum(n) FROM (SELECT count(*) AS n FROM {} WHERE {} GROUP BY {} "
+        "HAVING count(*) > 1) AS d").format(table, present, _column_list(columns)))
+
+
+def _index_statement(schema: str, plan: TablePlan, index: Index, name: str | None, *,
+                     unique: bool) -> sql.Composed:
+    return sql.SQL("CREATE {}INDEX {}ON {} ({})").format(
+        sql.SQL("UNIQUE " if unique else ""),
+        sql.SQL("{} ").format(sql.Identifier(name)) if name else sql.SQL(""),
+        _qualified(schema, plan.name), _column_list(index.columns))
+
+
+def _create_index(conn: psycopg.Connection, schema: str, plan: TablePlan, index: Index,
+                  taken: set[str], *, unique: bool) -> psycopg.Error | None:
+    """Create ``index`` under its own name when PostgreSQL can keep it (index names share the
+    schema with tables and key constraints), else under a name PostgreSQL chooses."""
+    name: str | None = index.name
+    if check_identifier(index.name, "index") is not None or index.name in taken:
+        name = None
+    error = _try(conn, _index_statement(schema, plan, index, name, unique=unique))
+    if isinstance(error, psycopg.errors.DuplicateTable) and name is not None:
+        error = _try(conn, _index_statement(schema, plan, index, None, unique=unique))
+    elif error is None and name is not None:
+        taken.add(name)
+    return error
+
+
+def add_index(conn: psycopg.Connection, schema: str, plan: TablePlan, index: Index,
+              taken: set[str]) -> Coercion | None:
+    """Create one index after the rows are in; what was changed or skipped, if anything.
+
+    A UNIQUE index the rows violate is created as a plain index; one PostgreSQL refuses
+    outright is skipped. No row is ever dropped."""
+    where = ", ".join(index.columns)
+    note: Coercion | None = None
+    if index.unique:
+        error = _create_index(conn, schema, plan, index, taken, unique=True)
+        if error is None:
+            return None
+        if not isinstance(error, psycopg.errors.UniqueViolation):
+            return Coercion(plan.name, where, f"index {index.name!r} not created: "
+                                              f"{str(error).strip().splitlines()[0]}")
+        shared = _duplicates(conn, _qualified(schema, plan.name), index.columns)
+        note = Coercion(plan.name, where, f"UNIQUE index {index.name!r} created as a plain "
+                                          f"index: {shared} rows share a key with another row",
+                        shared or 1)
+    error = _create_index(conn, schema, plan, index, taken, unique=False)
+    if error is not None:
+        return Coercion(plan.name, where, f"index {index.name!r} not created: "
+                                          f"{str(error).strip().splitlines()[0]}")
+    return note
+
+
+def add_indexes(conn: psycopg.Connection, schema: str, plans: list[TablePlan]) -> list[Coercion]:
+    taken = {plan.name for plan in plans}
+    notes = []
+    for plan in plans:
+        for index in plan.indexes:
+            note = add_index(conn, schema, plan, index, taken)
+            if note is not None:
+                notes.append(note)
+    return notes

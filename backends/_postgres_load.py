@@ -26,7 +26,13 @@ from polysql.backends._postgres_conn import (
     connection_params,
     open_connection,
 )
-from polysql.backends._postgres_copy import TablePlan, add_keys, copy_tables, plan_tables
+from polysql.backends._postgres_copy import (
+    TablePlan,
+    add_indexes,
+    add_keys,
+    copy_tables,
+    plan_tables,
+)
 from polysql.backends._postgres_meta import MetaStore, create_database, database_exists
 from polysql.backends._postgres_types import check_identifier
 from polysql.errors import LoadError
@@ -115,7 +121,7 @@ def _build(conn: psycopg.Connection, source: Backend, *, database: str, reader: 
     with conn.transaction():
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(staging)))
         copied = copy_tables(conn, staging, plans, source)
-        key_coercions = add_keys(conn, staging, plans)
+        key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
         for plan in plans:
             conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(staging),
                                                           sql.Identifier(plan.name)))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from polysql.schema import Coercion, Column, ColumnType, ForeignKey, Table
+from polysql.schema import Coercion, Column, ColumnType, ForeignKey, Index, Table
 
 MAX_DECIMAL_PRECISION = 38
 # Undeclared precision: 18 digits fit a 64-bit integer in every target engine.
@@ -399,10 +399,35 @@ def introspect_table(conn: sqlite3.Connection, name: str) -> SourceTable:
         columns.append(Column(col_name, decision.type, nullable=not notnull,
                               declared_type=declared or ""))
     primary_key = tuple(row[0] for row in sorted((r for r in info if r[3]), key=lambda r: r[3]))
+    indexes, skipped = _indexes(conn, name)
     return SourceTable(
         Table(name, columns, primary_key=primary_key, foreign_keys=_foreign_keys(conn, name),
-              row_count=row_count),
-        coercions)
+              row_count=row_count, indexes=indexes),
+        coercions + skipped)
+
+
+def _indexes(conn: sqlite3.Connection, table: str) -> tuple[list[Index], list[Coercion]]:
+    """Secondary indexes and UNIQUE constraints over plain columns, in creation order; the
+    automatic index behind the primary key is the key itself and is left out. Partial and
+    expression indexes have no engine-neutral form: each is reported, not carried."""
+    indexes: list[Index] = []
+    skipped: list[Coercion] = []
+    listed = conn.execute('SELECT name, "unique", origin, partial FROM pragma_index_list(?) '
+                          "ORDER BY seq DESC", (table,)).fetchall()
+    for name, unique, origin, partial in listed:
+        if origin == "pk":
+            continue
+        columns = conn.execute("SELECT cid, name FROM pragma_index_info(?) ORDER BY seqno",
+                               (name,)).fetchall()
+        if partial:
+            why = "it is a partial index (CREATE INDEX ... WHERE)"
+        elif any(cid < 0 or column is None for cid, column in columns):
+            why = "it indexes an expression, not plain columns"
+        else:
+            indexes.append(Index(name, tuple(column for _, column in columns), bool(unique)))
+            continue
+        skipped.append(Coercion(table, name, f"index {name!r} not carried: {why}"))
+    return indexes, skipped
 
 
 def _foreign_keys(conn: sqlite3.Connection, table: str) -> list[ForeignKey]:

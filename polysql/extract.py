@@ -111,6 +111,11 @@ _PROSE_LINE = re.compile(
 _SENTENCE_AFTER = re.compile(r"[ \t]+[A-Z][a-z]+\b")
 
 
+# Dialects whose string literals take backslash escapes by default.
+_BACKSLASH_ESCAPES = {"mysql", "bigquery", "spark", "spark2", "databricks", "hive", "clickhouse",
+                      "doris", "starrocks", "singlestore"}
+
+
 @dataclass(slots=True)
 class _Scan:
     end: int  # index just past the statement (before its terminator)
@@ -118,19 +123,18 @@ class _Scan:
     balanced: bool  # no open bracket, quote or block comment at the end
 
 
-def _scan(text: str, start: int, *, stop_at_prose: bool) -> _Scan:
+def _scan(text: str, start: int, *, stop_at_prose: bool, backslash: bool) -> _Scan:
     """Find where the statement beginning at ``start`` ends.
 
     It ends at a ``;`` outside quotes, comments and brackets; in running text (``stop_at_prose``)
     also at a blank line, a Markdown fence, or a line of English prose at bracket depth zero.
+    ``backslash``: the dialect escapes quotes with a backslash (MySQL's ``'O\\'Brien'``).
     """
     i, depth, n = start, 0, len(text)
     while i < n:
         ch = text[i]
         if ch in "'\"`":
-            close = text.find(ch, i + 1)
-            while close != -1 and text[close + 1 : close + 2] == ch:  # doubled quote escapes it
-                close = text.find(ch, close + 2)
+            close = _closing_quote(text, i, backslash)
             if close == -1 or (stop_at_prose and "\n\n" in text[i:close]):
                 return _Scan(n if close == -1 else _blank_line_end(text, i), n, False)
             i = close + 1
@@ -158,6 +162,28 @@ def _scan(text: str, start: int, *, stop_at_prose: bool) -> _Scan:
     return _Scan(n, n, depth == 0)
 
 
+def _closing_quote(text: str, opening: int, backslash: bool) -> int:
+    """Index of the quote that closes the one at ``opening``, or -1 if it is never closed."""
+    quote, i = text[opening], opening + 1
+    while True:
+        close = text.find(quote, i)
+        if close == -1:
+            return -1
+        if text[close + 1 : close + 2] == quote:  # a doubled quote stands for itself
+            i = close + 2
+        elif backslash and _escaped(text, close):
+            i = close + 1
+        else:
+            return close
+
+
+def _escaped(text: str, pos: int) -> bool:
+    backslashes = 0
+    while pos - backslashes - 1 >= 0 and text[pos - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
+
+
 def _blank_line_end(text: str, pos: int) -> int:
     blank = text.find("\n\n", pos)
     return len(text) if blank == -1 else blank
@@ -175,12 +201,12 @@ def _ends_running_sql(text: str, line_start: int) -> bool:
     return bool(_PROSE_LINE.match(line))
 
 
-def _split_statements(block: str, offset: int, method: str) -> list[_Candidate]:
+def _split_statements(block: str, offset: int, method: str, backslash: bool) -> list[_Candidate]:
     """Statements of a block of SQL (fence or JSON value), with positions in the cleaned text."""
     found: list[_Candidate] = []
     pos = 0
     while pos < len(block):
-        scan = _scan(block, pos, stop_at_prose=False)
+        scan = _scan(block, pos, stop_at_prose=False, backslash=backslash)
         raw = block[pos : scan.end]
         body_start = _skip_comments(raw)
         sql = raw[body_start:].strip()
@@ -269,7 +295,7 @@ def _fences(text: str) -> list[_Fence]:
 _JSON_SQL_KEYS = ("sql", "query", "sql_query", "sqlquery", "final_sql", "answer")
 
 
-def _json_candidates(text: str) -> list[_Candidate]:
+def _json_candidates(text: str, backslash: bool) -> list[_Candidate]:
     """Query statements from a JSON object answer (``{"sql": ...}``), bare or fenced."""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
@@ -279,7 +305,7 @@ def _json_candidates(text: str) -> list[_Candidate]:
             continue
         value = _json_sql_value(obj)
         if value is not None:
-            statements = _split_statements(value, match.start(), "json")
+            statements = _split_statements(value, match.start(), "json", backslash)
             for candidate in statements:  # positions inside a JSON string are approximate
                 candidate.end = min(candidate.end, end)
             return statements
@@ -297,14 +323,15 @@ def _json_sql_value(obj: Any) -> str | None:
     return None
 
 
-def _fenced_candidates(text: str, fences: list[_Fence]) -> list[_Candidate]:
+def _fenced_candidates(text: str, fences: list[_Fence], backslash: bool) -> list[_Candidate]:
     found: list[_Candidate] = []
     for fence in fences:
         labelled = fence.lang in _SQL_FENCE_LANGS
         if fence.lang and not labelled:
             continue  # python, json, text...: not SQL (JSON is handled on its own)
         body = text[fence.body_start : fence.body_end]
-        statements = _split_statements(body, fence.body_start, "fenced_sql" if labelled else "fenced")
+        statements = _split_statements(body, fence.body_start,
+                                       "fenced_sql" if labelled else "fenced", backslash)
         if not fence.closed and statements:
             last = statements[-1]
             last.runs_to_end = True
@@ -320,11 +347,11 @@ def _fenced_candidates(text: str, fences: list[_Fence]) -> list[_Candidate]:
 _INLINE_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 
-def _inline_candidates(text: str) -> list[_Candidate]:
+def _inline_candidates(text: str, backslash: bool) -> list[_Candidate]:
     found: list[_Candidate] = []
     for match in _INLINE_CODE.finditer(text):
-        found.extend(s for s in _split_statements(match.group(1), match.start(1), "inline_code")
-                     if _is_query(s.sql))
+        found.extend(s for s in _split_statements(match.group(1), match.start(1), "inline_code",
+                                                  backslash) if _is_query(s.sql))
     return found
 
 
@@ -333,7 +360,7 @@ _LINE_PREFIX_OK = re.compile(r"^[\s>*#_\-\d.)]*$")
 _LABEL = re.compile(r"\b(sql|query|answer)\b[^:\n]*[:：]\s*[*_]*\s*$", re.IGNORECASE)
 
 
-def _bare_candidates(text: str, dialect: str | None) -> list[_Candidate]:
+def _bare_candidates(text: str, dialect: str | None, backslash: bool) -> list[_Candidate]:
     """Queries written straight into the text: on a line of their own or after a label."""
     found: list[_Candidate] = []
     pos = 0
@@ -346,7 +373,7 @@ def _bare_candidates(text: str, dialect: str | None) -> list[_Candidate]:
         if not (_LINE_PREFIX_OK.match(prefix) or prefix.rstrip(" \t*_").endswith((":", "：", ";"))):
             pos = match.end()
             continue
-        scan = _scan(text, match.start(), stop_at_prose=True)
+        scan = _scan(text, match.start(), stop_at_prose=True, backslash=backslash)
         candidate = _make_candidate(text[match.start() : scan.end], match.start(), scan.end,
                                     "labeled" if _labelled(text, line_start, prefix) else "bare",
                                     scan.balanced, runs_to_end=not text[scan.end :].strip())
@@ -439,14 +466,15 @@ def extract_sql(text: str | None, dialect: str | None = None, *,
     if not cleaned.strip():
         return Extraction(None, "none", 0, False, EMPTY_RESPONSE)
 
+    backslash = (dialect or "").lower() in _BACKSLASH_ESCAPES
     fences = _fences(cleaned)
     masked = _mask(cleaned, fences)
     non_queries = 0
     for finder in (
-        lambda: _json_candidates(cleaned),
-        lambda: _fenced_candidates(cleaned, fences),
-        lambda: _inline_candidates(masked),
-        lambda: _bare_candidates(masked, dialect),
+        lambda: _json_candidates(cleaned, backslash),
+        lambda: _fenced_candidates(cleaned, fences, backslash),
+        lambda: _inline_candidates(masked, backslash),
+        lambda: _bare_candidates(masked, dialect, backslash),
     ):
         statements = finder()
         queries = [s for s in statements if _is_query(s.sql)]

@@ -91,3 +91,10 @@ def test_closed_block_before_the_cut_is_kept() -> None:
 def test_cut_json_answer_is_not_taken_as_json() -> None:
     text = '{"sql": "SELECT name FROM singer WHERE age > 3'
     assert extract_sql(text, truncated=True).failure == "truncated_response"
+
+
+def test_backslash_is_plain_text_in_standard_sql_strings() -> None:
+    # In SQLite and PostgreSQL 'C:\' is a whole string: the backslash escapes nothing.
+    text = "```sql\nSELECT path FROM file WHERE path = 'C:\\' ;\n```"
+    assert extract_sql(text, "sqlite").sql == "SELECT path FROM file WHERE path = 'C:\\'"
+    assert extract_sql(text, "mysql").failure == "incomplete_sql"  # MySQL reads an open string

@@ -10,6 +10,8 @@ a usable query it says why in ``Extraction.failure`` so the sweep records a gene
 When several query statements are found, the answer is chosen as follows, and ``choice_made`` is
 set so the choice stays visible in the results:
 
+- when the response gives versions for several dialects (```mysql blocks, "For PostgreSQL:"),
+  only those for the requested dialect are considered, if there are any;
 - a statement introduced as the final answer ("Final answer:", "the answer is", ...) wins;
 - a statement introduced as an alternative ("Alternatively, ...") does not replace the one before;
 - otherwise the last one wins, because models that think aloud write drafts before the answer.
@@ -62,6 +64,7 @@ class _Candidate:
     method: str
     complete: bool
     runs_to_end: bool  # nothing but whitespace follows it: a cut-off here means truncation
+    lang: str = ""  # the fence's language label, if it came from a fenced block
 
 
 # --- cleaning ------------------------------------------------------------------------------------
@@ -340,6 +343,8 @@ def _fenced_candidates(text: str, fences: list[_Fence], backslash: bool) -> list
                 last.complete = bool(re.search(r";\s*$", body))
         if not labelled and not any(_is_query(s.sql) for s in statements):
             continue  # an unlabelled block of something else (output table, schema, prose)
+        for statement in statements:
+            statement.lang = fence.lang
         found.extend(statements)
     return found
 
@@ -431,6 +436,43 @@ def _normal(sql: str) -> str:
     return " ".join(sql.split()).lower()
 
 
+# Names a response may give a dialect by (fence labels and prose), as sqlglot dialect names.
+_DIALECT_NAMES = {
+    "postgresql": "postgres", "postgres": "postgres", "psql": "postgres", "pgsql": "postgres",
+    "plpgsql": "postgres", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite",
+    "sqlite3": "sqlite", "duckdb": "duckdb", "sql server": "tsql", "t-sql": "tsql", "tsql": "tsql",
+    "mssql": "tsql", "oracle": "oracle", "plsql": "oracle", "bigquery": "bigquery",
+    "snowflake": "snowflake", "spark sql": "spark", "sparksql": "spark", "trino": "trino",
+    "presto": "presto", "clickhouse": "clickhouse",
+}
+_DIALECT_MENTION = re.compile(
+    r"\b(" + "|".join(sorted((re.escape(n) for n in _DIALECT_NAMES), key=len, reverse=True))
+    + r")\b", re.IGNORECASE)
+
+
+def _for_dialect(text: str, queries: list[_Candidate], dialect: str | None) -> list[_Candidate]:
+    """The queries written for ``dialect`` when the response gives versions for several dialects.
+
+    A query is taken to be for the dialect its fence is labelled with (```mysql), else for the
+    last dialect named in the text just before it ("For PostgreSQL:"). When none is for the
+    target dialect, all queries stay in the running.
+    """
+    if dialect is None or len(queries) < 2:
+        return queries
+    target = _DIALECT_NAMES.get(dialect.lower(), dialect.lower())
+    tagged: list[_Candidate] = []
+    previous_end = 0
+    for query in queries:
+        tag = _DIALECT_NAMES.get(query.lang)
+        if tag is None:
+            mentions = _DIALECT_MENTION.findall(text[max(previous_end, query.start - 200):query.start])
+            tag = _DIALECT_NAMES[mentions[-1].lower()] if mentions else None
+        if tag == target:
+            tagged.append(query)
+        previous_end = query.end
+    return tagged or queries
+
+
 def _choose(text: str, queries: list[_Candidate]) -> _Candidate:
     chosen = queries[0]
     locked = bool(_FINAL_MARKER.search(text[: chosen.start]))
@@ -480,7 +522,8 @@ def extract_sql(text: str | None, dialect: str | None = None, *,
         queries = [s for s in statements if _is_query(s.sql)]
         non_queries += len(statements) - len(queries)
         if queries:
-            return _decide(cleaned, queries, passed_over=non_queries, truncated=truncated)
+            return _decide(cleaned, queries, passed_over=non_queries, truncated=truncated,
+                           dialect=dialect)
     if non_queries:
         return Extraction(None, "none", 0, False, NOT_A_QUERY)
     if truncated or any(not fence.closed for fence in fences):
@@ -491,9 +534,9 @@ def extract_sql(text: str | None, dialect: str | None = None, *,
 
 
 def _decide(text: str, queries: list[_Candidate], *, passed_over: int,
-            truncated: bool) -> Extraction:
+            truncated: bool, dialect: str | None) -> Extraction:
     distinct = len({_normal(q.sql) for q in queries})
-    chosen = _choose(text, queries)
+    chosen = _choose(text, _for_dialect(text, queries, dialect))
     choice_made = distinct > 1 or passed_over > 0
     if truncated and chosen.runs_to_end:
         return Extraction(None, chosen.method, distinct, choice_made, TRUNCATED_RESPONSE)

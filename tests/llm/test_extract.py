@@ -98,3 +98,10 @@ def test_backslash_is_plain_text_in_standard_sql_strings() -> None:
     text = "```sql\nSELECT path FROM file WHERE path = 'C:\\' ;\n```"
     assert extract_sql(text, "sqlite").sql == "SELECT path FROM file WHERE path = 'C:\\'"
     assert extract_sql(text, "mysql").failure == "incomplete_sql"  # MySQL reads an open string
+
+
+def test_versions_per_dialect_fall_back_to_the_usual_choice_for_an_unnamed_dialect() -> None:
+    text = (RESPONSES / "versions_per_dialect_fence_labels.txt").read_text(encoding="utf-8")
+    # DuckDB is not among the versions: the last one wins as with any other list of drafts.
+    assert extract_sql(text, "duckdb").sql == "SELECT GROUP_CONCAT(name SEPARATOR ', ') FROM singer"
+    assert extract_sql(text, "postgres").sql == "SELECT string_agg(name, ', ') FROM singer"

@@ -38,6 +38,8 @@ def loaded(loader, make_sqlite):
         CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT, x REAL, price NUMERIC(12,4),
                         day DATE, at TIMESTAMP, flag BOOLEAN);
         CREATE TABLE b (id INTEGER PRIMARY KEY, data BLOB, note TEXT);
+        CREATE TABLE tiny (id INTEGER PRIMARY KEY, v NUMERIC(20,12));
+        INSERT INTO tiny VALUES (1, 0.0000000001), (2, -0.000000123), (3, 0), (4, 12345678.5);
         INSERT INTO b VALUES (1, x'00ff0a0d22', 'with "bytes"'), (2, x'', ''), (3, NULL, NULL);
     """)
     conn = sqlite3.connect(path)
@@ -91,4 +93,10 @@ def test_table_with_bytes_goes_binary_and_round_trips(loaded) -> None:
     assert csv_carries(by_name["t"]) and not csv_carries(by_name["b"])
     assert _fetch(target, "SELECT id, data, note FROM public.b ORDER BY id") == [
         (1, b"\x00\xff\n\r\"", 'with "bytes"'), (2, b"", ""), (3, None, None)]
-    assert report.tables == {"t": len(TEXTS) + 3, "b": 3}
+    assert report.tables == {"t": len(TEXTS) + 3, "b": 3, "tiny": 4}
+
+
+def test_decimals_that_arrow_writes_in_exponent_form(loaded) -> None:
+    _, target, _ = loaded
+    assert _fetch(target, "SELECT v FROM public.tiny ORDER BY id") == [
+        (Decimal("1E-10"),), (Decimal("-1.23E-7"),), (Decimal("0"),), (Decimal("12345678.5"),)]

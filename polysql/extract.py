@@ -18,7 +18,9 @@ set so the choice stays visible in the results:
 
 Statements that are not queries (``CREATE TABLE`` echoed from the prompt, ``INSERT``...) are never
 chosen. A query cut off mid-way (unbalanced brackets or quotes, ending on ``WHERE`` or ``AND``) is
-not passed on as SQL: it becomes ``truncated_response`` when it runs to the end of the text.
+not passed on as SQL: it becomes ``truncated_response`` when it runs to the end of the text (and
+``incomplete_sql`` when text follows it). Given ``truncated=True`` (the endpoint reported that it
+stopped at the token limit), a query running to the end of the text is also ``truncated_response``.
 """
 
 from __future__ import annotations
@@ -492,8 +494,9 @@ def extract_sql(text: str | None, dialect: str | None = None, *,
                 truncated: bool = False) -> Extraction:
     """The query a model's response gives, or the reason there is none. Never raises on ``text``.
 
-    ``dialect`` (a sqlglot dialect name) is used to tell SQL from prose in running text.
-    ``truncated`` says the endpoint stopped the answer at its token limit (``finish_reason ==
+    ``dialect`` (a sqlglot dialect name, the one the answer is for) helps tell SQL from prose in
+    running text, says whether backslashes escape quotes, and picks that dialect's version when
+    the response offers one per dialect. ``truncated`` says the endpoint stopped the answer at its token limit (``finish_reason ==
     "length"``): a query that runs to the very end of such a text may have lost its tail even
     when what is left looks complete, so it becomes ``truncated_response`` rather than SQL.
     """

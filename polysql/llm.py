@@ -240,9 +240,10 @@ class LLMClient:
 
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         """The model's answer to ``messages``, from the cache when it has been asked before."""
-        key = self.cache_key(messages) if self.cache is not None else None
-        if self.cache is not None and key is not None:
-            hit = self.cache.get(key)
+        cache = self.cache
+        key = self.cache_key(messages) if cache is not None else ""
+        if cache is not None:
+            hit = cache.get(key)
             if hit is not None:
                 with self._stats_lock:
                     self._stats.cache_hits += 1
@@ -258,8 +259,8 @@ class LLMClient:
             self._stats.calls += 1
             self._stats.prompt_tokens += completion.prompt_tokens
             self._stats.completion_tokens += completion.completion_tokens
-        if self.cache is not None and key is not None:
-            self.cache.put(key, CachedResponse(
+        if cache is not None:
+            cache.put(key, CachedResponse(
                 completion.text, completion.prompt_tokens, completion.completion_tokens,
                 completion.finish_reason, completion.model, completion.elapsed))
         return completion

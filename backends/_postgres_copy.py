@@ -141,7 +141,9 @@ def copy_rows(conn: psycopg.Connection, schema: str, plan: TablePlan,
     columns = plan.source.columns
     nuls = _NulCounter()
     as_csv = csv_carries(plan.source)
-    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT {})").format(
+    # FREEZE: the table was created in this transaction, so its rows can be written already
+    # frozen; the first evaluation queries then need not rewrite every page to set hint bits.
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT {}, FREEZE)").format(
         _qualified(schema, plan.name), _column_list(plan.target_columns()),
         sql.SQL("CSV" if as_csv else "BINARY"))
     loaded = 0

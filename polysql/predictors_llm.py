@@ -157,7 +157,9 @@ class LLMPredictor(Predictor):
                          "elapsed": round(completion.elapsed, 4),
                          "finish_reason": completion.finish_reason,
                          "served_by": completion.model}
-        extraction = extract_sql(completion.text, dialect=engine.dialect)
+        # An answer stopped at the token limit may have lost the end of its query.
+        extraction = extract_sql(completion.text, dialect=engine.dialect,
+                                 truncated=completion.finish_reason == "length")
         meta["extraction"] = {"method": extraction.method, "candidates": extraction.candidates,
                               "choice_made": extraction.choice_made, "failure": extraction.failure}
         if extraction.sql is None:

@@ -32,6 +32,7 @@ class ChatEndpoint:
     def __init__(self) -> None:
         self.responder: Responder = lambda body: (200, "```sql\nSELECT 1\n```")
         self.delay = 0.0
+        self.finish_reason = "stop"
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []  # the 200 payloads sent, in order
         self.in_flight = 0
@@ -73,7 +74,7 @@ class ChatEndpoint:
                     payload = {
                         "id": f"emu-{len(endpoint.requests)}", "object": "chat.completion",
                         "created": 0, "model": body.get("model", ""),
-                        "choices": [{"index": 0, "finish_reason": "stop",
+                        "choices": [{"index": 0, "finish_reason": endpoint.finish_reason,
                                      "message": {"role": "assistant", "content": text}}],
                         "usage": {"prompt_tokens": prompt, "completion_tokens": words(text),
                                   "total_tokens": prompt + words(text)},

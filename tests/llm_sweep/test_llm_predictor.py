@@ -90,6 +90,21 @@ def test_an_unusable_answer_becomes_a_generation_failure(chat_endpoint: Any, duc
     assert prediction.meta["response"] == answer and prediction.meta["prompt_hash"]
 
 
+@pytest.mark.parametrize(("finish_reason", "failure"), [("stop", None), ("length", "truncated_response")])
+def test_an_answer_cut_at_the_token_limit_is_not_taken_as_whole(chat_endpoint: Any, duckdb_engine: EngineInfo,
+                                                                finish_reason: str, failure: str | None) -> None:
+    answer = "SELECT COUNT(*) FROM customers WHERE country = 'Germany'"
+    chat_endpoint.responder = lambda body: (200, answer)
+    chat_endpoint.finish_reason = finish_reason
+    prediction = LLMPredictor(model(chat_endpoint.base_url)).predict(QUESTION, duckdb_engine)
+    assert prediction.meta["usage"]["finish_reason"] == finish_reason
+    assert prediction.meta["extraction"]["failure"] == failure
+    if failure is None:
+        assert prediction.sql == answer
+    else:
+        assert prediction.sql is None and prediction.failure == f"generation_failure: {failure}"
+
+
 def test_an_endpoint_that_keeps_failing_becomes_a_generation_failure(chat_endpoint: Any,
                                                                      duckdb_engine: EngineInfo) -> None:
     chat_endpoint.responder = lambda body: (503, "overloaded")

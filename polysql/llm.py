@@ -66,6 +66,9 @@ class ModelConfig:
         """The config as recorded with a run (the key's variable name, never its value)."""
         return asdict(self)
 
+    def __hash__(self) -> int:  # params is a dict, so the generated hash would fail
+        return hash((self.name, self.base_url, self.model))
+
 
 @dataclass
 class Completion:

@@ -53,6 +53,12 @@ def test_models_are_read_with_defaults(tmp_path: Path) -> None:
             local.api_key_env, local.params) == (4, None, 60.0, 5, None, {})
 
 
+def test_configs_can_key_a_dict(tmp_path: Path) -> None:
+    configs = load_model_configs(write(tmp_path, GOOD))
+    by_config = {config: name for name, config in configs.items()}
+    assert by_config[configs["hosted"]] == "hosted"
+
+
 def test_default_path_is_polysql_toml_in_the_working_directory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path, GOOD)

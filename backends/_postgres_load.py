@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 EVALUATION_SCHEMA = "public"
 _IN_PROGRESS = ""  # the fingerprint recorded while a load runs
+# What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
+# 2: secondary indexes and UNIQUE constraints are carried.
+LOAD_FORMAT = 2
 
 
 def _polysql_version() -> str:
@@ -57,6 +60,7 @@ def _skipped(store: MetaStore, server: psycopg.Connection, database: str, finger
              reader: str, origin: str, target: str) -> LoadReport | None:
     record = store.load_record(database)
     if (record is None or record["fingerprint"] != fingerprint or record["reader"] != reader
+            or (record["report"] or {}).get("load_format") != LOAD_FORMAT
             or not database_exists(server, database)):
         return None
     role = server.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (reader,)).fetchone()
@@ -177,7 +181,8 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
             finally:
                 conn.close()
             store.record(database, fingerprint=fingerprint, reader=reader,
-                         report=asdict(timed_report), engine_version=target.version(),
+                         report={**asdict(timed_report), "load_format": LOAD_FORMAT},
+                         engine_version=target.version(),
                          polysql_version=_polysql_version())
             return timed_report
     finally:

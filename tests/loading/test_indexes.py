@@ -277,3 +277,18 @@ def test_mysql_makes_a_broken_unique_index_plain(my: Any, my_loader: Any, broken
     (note,) = [c for c in report.coercions if "tag_code" in c.message]
     assert note.count == 2
     assert report.tables == {"tag": 5}
+
+
+@pytest.mark.postgres
+def test_postgres_copy_loaded_before_indexes_were_carried_is_reloaded(
+        pg: Any, pg_loader: Any, source: Path) -> None:
+    target, first = pg_loader.load(source)
+    database = target.rsplit("/", 1)[1]
+    assert pg_loader.load(source, database=database)[1].skipped
+    with pg.admin_connection(pg.server_url(), "polysql_meta") as conn:
+        # what a load recorded before secondary indexes were carried
+        conn.execute("UPDATE loads SET report = report - 'load_format' WHERE database = %s",
+                     (database,))
+    again = pg_loader.load(source, database=database)[1]
+    assert not again.skipped and again.tables == first.tables
+    assert pg_loader.load(source, database=database)[1].skipped

@@ -23,7 +23,7 @@ from polysql.schema import Coercion, LoadReport
 
 SIDECAR_SUFFIX = ".polysql.json"
 # Bump when what a load produces changes (type rules, mapping): older copies are then reloaded.
-SIDECAR_FORMAT = 1
+SIDECAR_FORMAT = 2  # 2: secondary indexes and UNIQUE constraints are copied
 
 
 def sidecar_path(target: Path) -> Path:

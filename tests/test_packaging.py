@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,9 +37,14 @@ def test_our_datasets_folder_never_shadows_huggingface_datasets() -> None:
 
 
 def test_built_wheel_contains_every_mapped_package_and_the_demo_data(tmp_path: Path) -> None:
+    # Build from a copy: setuptools builds in-tree and would write build/ into the working tree,
+    # where a second test run at the same time would trip over it.
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", "runs", ".pytest_cache", ".ruff_cache"))
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(REPO)],
+         "-w", str(tmp_path), str(source)],
         capture_output=True, text=True, timeout=300,
     )
     assert build.returncode == 0, build.stderr

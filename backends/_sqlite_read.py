@@ -75,10 +75,28 @@ def _to_text(value: Any) -> Any:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
 
 
-def to_arrow(values: list[Any], column: Column) -> pa.Array:
-    """One fetched column as an Arrow array of the column's logical type."""
+_EXACT_FLOAT_INT = 2**53
+
+
+def _floats(values: list[Any], column: Column, rounded: dict[str, int]) -> pa.Array:
+    """A float column may hold integers too large for a double (SQLite keeps whatever it is
+    given): they become the nearest double, and each such value is counted for the report."""
+    try:
+        return pa.array(values, pa.float64())
+    except (pa.ArrowInvalid, OverflowError):
+        inexact = sum(1 for v in values if isinstance(v, int) and abs(v) > _EXACT_FLOAT_INT
+                      and int(float(v)) != v)
+        rounded[column.name] = rounded.get(column.name, 0) + inexact
+        return pa.array([float(v) if isinstance(v, int) else v for v in values], pa.float64())
+
+
+def to_arrow(values: list[Any], column: Column, rounded: dict[str, int] | None = None) -> pa.Array:
+    """One fetched column as an Arrow array of the column's logical type (``rounded`` counts,
+    per column, integers that a float column could only hold approximately)."""
     target = arrow_type(column.type)
     kind = column.type.kind
+    if kind == "float":
+        return _floats(values, column, rounded if rounded is not None else {})
     if kind == "boolean":
         return pa.array(values, pa.int64()).cast(target)
     if kind in ("date", "timestamp", "decimal"):
@@ -144,7 +162,7 @@ def _fetch(cursor: sqlite3.Cursor, size: int, table: Table, lenient: bool) -> li
 
 def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: threading.Lock,
             decoder: LenientText | None, skip: int,
-            repaired: dict[str, int]) -> Iterator[pa.RecordBatch]:
+            repaired: dict[str, int], rounded: dict[str, int]) -> Iterator[pa.RecordBatch]:
     """One pass over ``table``, leaving out its first ``skip`` rows."""
     select = ", ".join(select_expression(c) for c in table.columns)
     schema = arrow_schema(table)
@@ -174,7 +192,7 @@ def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: th
                     if decoder is not None and decoder.repaired > before:
                         for name, count in _repaired_per_column(columns, table).items():
                             repaired[name] = repaired.get(name, 0) + count
-                    arrays = [to_arrow(list(values), column)
+                    arrays = [to_arrow(list(values), column, rounded)
                               for values, column in zip(columns, table.columns, strict=True)]
             except (pa.ArrowInvalid, pa.ArrowTypeError, ArithmeticError) as exc:
                 raise LoadError(
@@ -195,14 +213,19 @@ def read_batches(conn: sqlite3.Connection, table: Table, *, batch_size: int,
     """
     yielded = 0
     repaired: dict[str, int] = {}
+    rounded: dict[str, int] = {}
     try:
         for batch in _stream(conn, table, batch_size=batch_size, lock=lock, decoder=None,
-                             skip=0, repaired=repaired):
+                             skip=0, repaired=repaired, rounded=rounded):
             yielded += batch.num_rows
             yield batch
     except _NotUtf8:
         yield from _stream(conn, table, batch_size=batch_size, lock=lock, decoder=LenientText(),
-                           skip=yielded, repaired=repaired)
+                           skip=yielded, repaired=repaired, rounded=rounded)
+    for name, count in rounded.items():
+        if count:
+            on_coercion(Coercion(table.name, name, "integers beyond 2^53 in a float column: "
+                                                   "stored as the nearest double", count))
     for name, count in repaired.items():
         if count:
             on_coercion(Coercion(table.name, name, "text that is not valid UTF-8: invalid bytes "

@@ -53,6 +53,8 @@ def test_built_wheel_contains_every_mapped_package_and_the_demo_data(tmp_path: P
     for package in ["polysql", *MAPPED, "polysql.datasets.demo"]:
         assert f"{package.replace('.', '/')}/__init__.py" in names, package
     assert "polysql/datasets/demo/questions.json" in names
+    assert "polysql/prompts/pitfalls.toml" in names
+    assert any(n.startswith("polysql/prompts/") and n.endswith(".j2") for n in names)
     assert not any(n.startswith(("datasets/", "backends/", "tests/")) for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -61,6 +61,9 @@ def evaluation_database_name(dataset: str, db_id: str) -> str:
     return f"{safe[:MAX_DATABASE_NAME - _HASH_DIGITS - 1].rstrip('_')}_{digest}"
 
 
+EVALUATION_SESSION = "SET SESSION div_precision_increment = 30"
+
+
 class MySQLBackend(Backend):
     """One database on a MySQL 8 or MariaDB server (or the server itself, for loading)."""
 
@@ -172,7 +175,12 @@ class MySQLBackend(Backend):
             if login is None:
                 return Result.failed("forbidden", self._evaluation.refusal or "no evaluation login",
                                      engine=self.name)
-            self._pool = ConnectionPool(login, self.pool_size, conv=DECODERS)
+            # Division and AVG results carry div_precision_increment (default 4) extra digits:
+            # AVG(7/3) would come back as 2.3333 and miss every other engine's 2.333333... by more
+            # than the comparison tolerance. The widest setting keeps the engine's own semantics
+            # (exact DECIMAL arithmetic) while not cutting digits off the answer.
+            self._pool = ConnectionPool(login, self.pool_size, conv=DECODERS,
+                                        init_command=EVALUATION_SESSION)
             self._backstop = Backstop(login, self.backstop_grace)
             return self._pool, self._backstop
 

@@ -505,3 +505,15 @@ def test_closed_backend_reports_unavailable(evaluation: tuple[URL, URL]) -> None
     result = backend.execute("SELECT 1")
     assert result.error is not None and result.error.kind == "unavailable"
 
+
+
+def test_division_keeps_its_digits_so_it_compares_with_other_engines(backend: MySQLBackend) -> None:
+    # With MySQL's default div_precision_increment of 4, 7/3 would be 2.3333 and miss SQLite's
+    # 2.3333333333333335 by more than the comparison tolerance.
+    import polysql
+
+    mysql = backend.execute("SELECT 7/3 AS q")
+    with polysql.connect("sqlite://", read_only=False) as lite:
+        gold = lite.execute("SELECT 7.0/3 AS q")
+    verdict = polysql.compare(gold, mysql)
+    assert verdict.match, verdict.reason

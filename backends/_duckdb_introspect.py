@@ -16,7 +16,7 @@ import pyarrow as pa
 from polysql.backends._arrow import arrow_schema
 from polysql.backends._sqlite_types import quote_ident
 from polysql.errors import LoadError
-from polysql.schema import Column, ColumnType, Table
+from polysql.schema import Column, ColumnType, Index, Table
 
 _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 _KINDS = {
@@ -58,8 +58,35 @@ def introspect(conn: duckdb.DuckDBPyConnection) -> list[Table]:
             "AND table_name = ? AND constraint_type = 'PRIMARY KEY'", [name]).fetchall()
         count = conn.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()
         tables.append(Table(name, columns, primary_key=tuple(keys[0][0]) if keys else (),
-                            row_count=int(count[0]) if count else 0))
+                            row_count=int(count[0]) if count else 0,
+                            indexes=_indexes(conn, name, {c.name for c in columns})))
     return tables
+
+
+def _index_columns(expressions: str, known: set[str]) -> tuple[str, ...] | None:
+    """Column names of an index from duckdb_indexes().expressions (a printed list such as
+    ``['"A b"', c]``); None when an entry is an expression rather than a plain column."""
+    names = []
+    for item in expressions.strip().removeprefix("[").removesuffix("]").split(", "):
+        text = item.strip().strip("'")
+        if len(text) >= 2 and text[0] == text[-1] == '"':
+            text = text[1:-1].replace('""', '"')
+        if text not in known:
+            return None
+        names.append(text)
+    return tuple(names) or None
+
+
+def _indexes(conn: duckdb.DuckDBPyConnection, table: str, known: set[str]) -> list[Index]:
+    found = []
+    for index_name, unique, expressions in conn.execute(
+            "SELECT index_name, is_unique, expressions FROM duckdb_indexes() "
+            "WHERE database_name = current_database() AND schema_name = 'main' "
+            "AND table_name = ? ORDER BY index_name", [table]).fetchall():
+        columns = _index_columns(str(expressions), known)
+        if columns is not None:
+            found.append(Index(index_name, columns, bool(unique)))
+    return found
 
 
 def read_batches(conn: duckdb.DuckDBPyConnection, table: Table, *, batch_size: int,

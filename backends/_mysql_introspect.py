@@ -11,7 +11,7 @@ import pymysql
 
 from polysql.backends._mysql_access import quote_ident
 from polysql.backends._mysql_types import logical_type
-from polysql.schema import Column, ForeignKey, Table
+from polysql.schema import Column, ForeignKey, Index, Table
 
 
 def introspect(conn: pymysql.connections.Connection, database: str) -> list[Table]:
@@ -36,6 +36,15 @@ def introspect(conn: pymysql.connections.Connection, database: str) -> list[Tabl
             "(REFERENCED_TABLE_NAME IS NOT NULL AND REFERENCED_TABLE_SCHEMA = TABLE_SCHEMA)) "
             "ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION", (database,))
         keys = cur.fetchall()
+        cur.execute(
+            "SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = %s AND INDEX_NAME <> 'PRIMARY' "
+            "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX", (database,))
+        statistics = cur.fetchall()
+    indexes: dict[str, dict[str, tuple[list[str], bool]]] = {}
+    for table, index_name, non_unique, column in statistics:
+        cols, _ = indexes.setdefault(table, {}).setdefault(index_name, ([], not non_unique))
+        cols.append(column)  # None for an expression part (MySQL 8 functional indexes)
     primary: dict[str, list[str]] = {}
     foreign: dict[tuple[str, str], tuple[list[str], str, list[str]]] = {}
     for table, constraint, column, ref_table, ref_column in keys:
@@ -49,7 +58,10 @@ def introspect(conn: pymysql.connections.Connection, database: str) -> list[Tabl
     for (table, _), (cols, ref_table, refs) in foreign.items():
         fks.setdefault(table, []).append(ForeignKey(tuple(cols), ref_table, tuple(refs)))
     return [Table(name, columns.get(name, []), primary_key=tuple(primary.get(name, ())),
-                  foreign_keys=fks.get(name, []), row_count=_count(conn, database, name))
+                  foreign_keys=fks.get(name, []), row_count=_count(conn, database, name),
+                  indexes=[Index(ix, tuple(cols), unique)
+                           for ix, (cols, unique) in indexes.get(name, {}).items()
+                           if None not in cols])
             for name in names]
 
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 import psycopg
 
 from polysql.backends._postgres_types import logical_type, quote_ident
-from polysql.schema import Column, ForeignKey, Table
+from polysql.schema import Column, ForeignKey, Index, Table
 
 EVALUATION_SCHEMA = "public"
 # atttypmod of a numeric column is ((precision << 16) | scale) + VARHDRSZ.
@@ -59,6 +59,18 @@ def read_tables(conn: psycopg.Connection, *, schema: str = EVALUATION_SCHEMA,
         elif refid in names:
             foreign[relid].append(ForeignKey(
                 keys, names[refid], tuple(attnames[(refid, n)] for n in confkey)))
+    indexes: dict[int, list[Index]] = defaultdict(list)
+    # Plain-column secondary indexes; primary keys are shown as such, and expression or partial
+    # indexes are not something a query can be written against by name.
+    for relid, index_name, unique, indkey in conn.execute(
+            """SELECT i.indrelid, c.relname, i.indisunique, i.indkey::int2[]
+               FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+               WHERE i.indrelid = ANY(%s) AND NOT i.indisprimary
+                 AND i.indexprs IS NULL AND i.indpred IS NULL
+               ORDER BY c.relname""", (list(names),)):
+        if all((relid, n) in attnames for n in indkey):
+            indexes[relid].append(Index(index_name, tuple(attnames[(relid, n)] for n in indkey),
+                                        bool(unique)))
     tables = []
     for oid, name in relations:
         count = None
@@ -67,5 +79,5 @@ def read_tables(conn: psycopg.Connection, *, schema: str = EVALUATION_SCHEMA,
                 f"SELECT count(*) FROM {quote_ident(schema)}.{quote_ident(name)}").fetchone()
             count = int(row[0]) if row else None
         tables.append(Table(name, columns[oid], primary_key=primary.get(oid, ()),
-                            foreign_keys=foreign[oid], row_count=count))
+                            foreign_keys=foreign[oid], row_count=count, indexes=indexes[oid]))
     return tables

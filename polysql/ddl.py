@@ -64,7 +64,12 @@ def create_table(table: Table, dialect: str) -> str:
             f"  FOREIGN KEY ({', '.join(quote(c, dialect) for c in fk.columns)}) REFERENCES "
             f"{quote(fk.ref_table, dialect)} ({', '.join(quote(c, dialect) for c in fk.ref_columns)})"
         )
-    return f"CREATE TABLE {quote(table.name, dialect)} (\n" + ",\n".join(lines) + "\n);"
+    statement = f"CREATE TABLE {quote(table.name, dialect)} (\n" + ",\n".join(lines) + "\n);"
+    for index in table.indexes:
+        statement += (f"\nCREATE {'UNIQUE ' if index.unique else ''}INDEX {quote(index.name, dialect)} "
+                      f"ON {quote(table.name, dialect)} "
+                      f"({', '.join(quote(c, dialect) for c in index.columns)});")
+    return statement
 
 
 def sample_rows_comment(backend: Backend, table: Table, rows: int) -> str:

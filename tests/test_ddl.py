@@ -47,3 +47,22 @@ def test_schema_command_prints_the_ddl(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["schema", f"sqlite:///{src}"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith('CREATE TABLE "Order"')
+
+
+def test_indexes_are_read_back_from_the_loaded_engine_and_rendered(tmp_path: Path) -> None:
+    src = tmp_path / "ix.sqlite"
+    con = sqlite3.connect(src)
+    con.executescript('CREATE TABLE "Order" (id INTEGER PRIMARY KEY, code TEXT UNIQUE, amt REAL);'
+                      'CREATE INDEX "by code" ON "Order"(code, amt);'
+                      'CREATE INDEX by_expr ON "Order"(amt + 1);'
+                      "INSERT INTO \"Order\" VALUES (1, 'a', 1.0), (2, 'b', 2.0);")
+    con.close()
+    target = tmp_path / "ix.duckdb"
+    polysql.load(f"sqlite:///{src}", f"duckdb:///{target}")
+    with polysql.connect(f"duckdb:///{target}") as duck:
+        (table,) = duck.tables()
+        ddl = render_schema(duck)
+    assert {(ix.columns, ix.unique) for ix in table.indexes} == {(("code", "amt"), False),
+                                                                  (("code",), True)}
+    assert 'CREATE INDEX "by code" ON "Order" (code, amt);' in ddl
+    assert "by_expr" not in ddl  # expression indexes are not carried over

@@ -5,7 +5,10 @@ Comparison is pure: it never executes SQL. But two rules need more than the gold
 * ties among rows ordered by keys the gold does not return (``ORDER BY COUNT(*) DESC``) can only
   be seen if the gold is re-run returning those keys too (:func:`keyed_order_sql`);
 * a tie group cut by the gold's LIMIT shows only in a re-run with the LIMIT widened
-  (:func:`widen_limit`).
+  (:func:`widen_limit`);
+* where NULLs sort is each engine's convention, so an ordered prediction that placed them by its
+  own engine's rule is checked against the gold re-run with NULLs placed that way
+  (:func:`judge`, policy ``null_order``).
 
 :func:`run_gold` does both through a caller-supplied ``run`` function, so every caller (sweep,
 ``polysql compare``, Python users) gathers the same evidence the same way.
@@ -15,14 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from polysql.model import Result
-from polysql.normalizers.ordering import keyed_order_sql, widen_limit
+from polysql.model import Result, Verdict
+from polysql.normalizers.compare import compare, resolve_policy
+from polysql.normalizers.ordering import keyed_order_sql, null_order_variants, widen_limit
 
 
 @dataclass(slots=True)
 class GoldRuns:
     sql: str
+    dialect: str
     result: Result  # the gold as written
     compared: Result  # what predictions are compared with (the keyed re-run when usable)
     hidden: int = 0  # trailing ORDER BY key columns in ``compared`` and ``widened``
@@ -36,7 +42,7 @@ class GoldRuns:
 def run_gold(sql: str, dialect: str, run: Callable[[str], Result]) -> GoldRuns:
     result = run(sql)
     if not result.ok:
-        return GoldRuns(sql, result, result)
+        return GoldRuns(sql, dialect, result, result)
     compared, hidden, base_sql = result, 0, sql
     keyed = keyed_order_sql(sql, dialect)
     if keyed is not None:
@@ -46,4 +52,27 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result]) -> GoldRuns:
             compared, hidden, base_sql = keyed_result, keyed.hidden_columns, keyed.sql
     wider_sql = widen_limit(base_sql, dialect)
     widened = run(wider_sql) if wider_sql else None
-    return GoldRuns(sql, result, compared, hidden, widened)
+    return GoldRuns(sql, dialect, result, compared, hidden, widened)
+
+
+def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = None, *,
+          ordered: bool | None = None, **policy: Any) -> Verdict:
+    """``compare`` plus the rules that need more gold runs (through ``run``, on the gold's
+    engine): an ordered prediction that misses only because its engine sorts NULLs by another
+    convention matches the gold re-run with NULLs placed that way (``null_order="either"``)."""
+    verdict = compare(gold.compared, pred, ordered=ordered, dialect=gold.dialect,
+                      **gold.compare_kwargs(), **policy)
+    if (verdict.match or run is None or not verdict.details.get("ordered")
+            or resolve_policy(None, policy).null_order != "either"):
+        return verdict
+    for label, variant_sql in null_order_variants(gold.sql, gold.dialect):
+        variant = run_gold(variant_sql, gold.dialect, run)
+        if not variant.result.ok or variant.result.rows == gold.result.rows:
+            continue  # the re-run failed, or NULL placement changes nothing here
+        again = compare(variant.compared, pred, ordered=ordered, dialect=gold.dialect,
+                        **variant.compare_kwargs(), **policy)
+        if again.match:
+            again.details["null_order"] = label
+            again.reason += f" (with NULLs ordered by the {label.replace('_', ' ')} convention)"
+            return again
+    return verdict

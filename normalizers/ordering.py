@@ -174,6 +174,38 @@ def widen_limit(sql: str, dialect: str, *, extra: int = WIDEN_EXTRA_ROWS) -> str
     return widened.sql(dialect=dialect)
 
 
+#: NULL placement conventions: (label, nulls first for an ASC key?, nulls first for a DESC key?)
+NULL_CONVENTIONS = (
+    ("nulls_smallest", True, False),  # SQLite, MySQL/MariaDB
+    ("nulls_largest", False, True),  # PostgreSQL, Oracle, Snowflake
+    ("nulls_last", False, False),  # DuckDB
+    ("nulls_first", True, True),
+)
+
+
+def null_order_variants(sql: str, dialect: str) -> list[tuple[str, str]]:
+    """The gold SQL with its outermost ORDER BY placing NULLs by each other engine convention
+    (explicit NULLS FIRST/LAST on every key), as (label, sql); empty without an ORDER BY."""
+    query = _parse_outermost(sql, dialect)
+    order = query.args.get("order") if query is not None else None
+    if not isinstance(order, exp.Order) or not order.expressions:
+        return []
+    keys = [o for o in order.expressions if isinstance(o, exp.Ordered)]
+    if len(keys) != len(order.expressions):
+        return []
+    current = [bool(o.args.get("nulls_first")) for o in keys]
+    variants = []
+    for label, asc_first, desc_first in NULL_CONVENTIONS:
+        wanted = [desc_first if o.args.get("desc") else asc_first for o in keys]
+        if wanted == current:
+            continue
+        changed = query.copy()
+        for ordered, first in zip(changed.args["order"].expressions, wanted, strict=True):
+            ordered.set("nulls_first", first)
+        variants.append((label, changed.sql(dialect=dialect)))
+    return variants
+
+
 #: prefix of the columns :func:`keyed_order_sql` appends; compare strips them again
 TIE_KEY_PREFIX = "__polysql_tie_key_"
 

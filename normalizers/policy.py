@@ -14,6 +14,7 @@ from typing import Any, Literal
 from polysql.errors import ComparisonError
 
 UnresolvedOrder = Literal["exact", "bag"]
+NullOrder = Literal["either", "strict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,10 @@ class ComparePolicy:
     #: what to do when an ORDER BY key is not an output column: demand the gold's exact row
     #: order ("exact") or ignore order altogether ("bag")
     unresolved_order_keys: UnresolvedOrder = "exact"
+    #: where NULLs sort is each engine's convention (SQLite/MySQL: smallest, PostgreSQL: largest,
+    #: DuckDB: last). "either": an ordered prediction also matches the gold re-run with NULLs
+    #: placed by another convention (needs a re-run, see normalizers.gold.judge); "strict": no
+    null_order: NullOrder = "either"
 
     def __post_init__(self) -> None:
         for name in ("rel_tol", "abs_tol"):
@@ -72,6 +77,9 @@ class ComparePolicy:
                 raise ComparisonError(
                     f"policy option {f.name} must be True or False, got {getattr(self, f.name)!r}"
                 )
+        if self.null_order not in ("either", "strict"):
+            raise ComparisonError(
+                f"policy option null_order must be 'either' or 'strict', got {self.null_order!r}")
         if self.unresolved_order_keys not in ("exact", "bag"):
             raise ComparisonError(
                 "policy option unresolved_order_keys must be 'exact' or 'bag', "

@@ -42,6 +42,7 @@ from polysql.errors import (
     PredictionFileError,
     ResultsStoreError,
 )
+from polysql.model import Result
 
 EXIT_MISMATCH = 1
 EXIT_CONFIG = 2
@@ -261,19 +262,20 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
                 ordered: bool | None, timeout: float, policy_items: tuple[str, ...],
                 as_json: bool) -> None:
     """Run two queries and say whether their results match (exit 0) or not (exit 1)."""
-    from polysql import compare, connect
-    from polysql.normalizers.gold import run_gold
+    from polysql import connect
+    from polysql.normalizers.gold import judge, run_gold
 
     with connect(db_url) as gold_engine:
-        dialect = gold_engine.dialect
-        gold = run_gold(gold_sql, dialect, lambda sql: gold_engine.execute(sql, timeout=timeout))
+        def run(sql: str) -> Result:
+            return gold_engine.execute(sql, timeout=timeout)
+
+        gold = run_gold(gold_sql, gold_engine.dialect, run)
         if pred_url is None or pred_url == db_url:
             pred = gold_engine.execute(pred_sql, timeout=timeout)
         else:
             with connect(pred_url) as pred_engine:
                 pred = pred_engine.execute(pred_sql, timeout=timeout)
-    verdict = compare(gold.compared, pred, ordered=ordered, dialect=dialect,
-                      **gold.compare_kwargs(), **_parse_policy(policy_items))
+        verdict = judge(gold, pred, run, ordered=ordered, **_parse_policy(policy_items))
     if as_json:
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:

@@ -35,8 +35,7 @@ from polysql.ddl import render_schema
 from polysql.engines import EngineFleet, EngineSpec, parse_engine_specs
 from polysql.errors import ConfigError, EngineError, ResultsStoreError
 from polysql.model import Result, Verdict
-from polysql.normalizers.compare import compare
-from polysql.normalizers.gold import GoldRuns, run_gold
+from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.paths import cache_dir
 from polysql.predictors import EngineInfo, FilePredictor, Prediction, Predictor, make_predictor
 from polysql.prompting import SchemaCatalog
@@ -127,6 +126,8 @@ class Sweep:
         self._stop = threading.Event()
         self._write_lock = threading.Lock()
         self._written = 0
+        # per question, how to run more SQL on the gold's engine (for re-runs judging needs)
+        self._gold_rerun: dict[str, Callable[[str], Result]] = {}
 
     def _make_predictors(self, config: SweepConfig) -> list[Predictor]:
         items = _split(config.predictors) + [f"llm:{name}" for name in _split(config.models)]
@@ -327,6 +328,7 @@ class Sweep:
             fingerprint = fleet.fingerprint(spec, question.db_id)
             run = functools.partial(self._execute, backend, spec, fingerprint, cache=cache)
             golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
+            self._gold_rerun[question.id] = run
             self.observer.advance()
         return golds
 
@@ -457,8 +459,7 @@ class Sweep:
                 if result.error is not None and result.error.kind == "unavailable":
                     self._abandon(spec, result.error.message, dead)
                     return False
-            verdict = compare(gold.compared, result, dialect=question.source_dialect,
-                              **gold.compare_kwargs(), **self.config.policy)
+            verdict = judge(gold, result, self._gold_rerun.get(question.id), **self.config.policy)
         record = self._record(question, item.predictor, spec, backend, prediction.sql,
                               prediction.failure, prediction.meta, gold, result, verdict)
         with self._write_lock:

@@ -47,3 +47,27 @@ def duckdb() -> Iterator[Backend]:
     engine = _loaded("duckdb:///:memory:")
     yield engine
     engine.close()
+
+
+def _set_up(url: str, statements: list[str]) -> Backend:
+    engine = polysql.connect(url, read_only=False)
+    for statement in statements:
+        result = engine.execute(statement)
+        assert result.ok, f"{url}: {statement}: {result.error}"
+    return engine
+
+
+@pytest.fixture
+def lite(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """A scratch SQLite database set up with the test module's ``SETUP`` statements."""
+    engine = _set_up("sqlite://", request.module.SETUP)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def duck(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """A scratch DuckDB database set up with the test module's ``SETUP`` statements."""
+    engine = _set_up("duckdb://", request.module.SETUP)
+    yield engine
+    engine.close()

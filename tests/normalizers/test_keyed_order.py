@@ -5,10 +5,6 @@ Results come from real engines: the gold on SQLite, predictions on DuckDB over t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 import polysql
 from polysql.backends.base import Backend
 from polysql.normalizers.gold import run_gold
@@ -19,24 +15,6 @@ SETUP = ["CREATE TABLE emp (name TEXT, salary INTEGER)",
          "INSERT INTO emp VALUES " + ", ".join(f"('{n}', {s})" for n, s in ROWS),
          "CREATE TABLE sale (who TEXT)",
          "INSERT INTO sale VALUES ('x'), ('x'), ('y'), ('y'), ('z'), ('w')"]
-
-
-def engine(url: str) -> Iterator[Backend]:
-    backend = polysql.connect(url, read_only=False)
-    for statement in SETUP:
-        assert backend.execute(statement).ok
-    yield backend
-    backend.close()
-
-
-@pytest.fixture
-def lite() -> Iterator[Backend]:
-    yield from engine("sqlite://")
-
-
-@pytest.fixture
-def duck() -> Iterator[Backend]:
-    yield from engine("duckdb://")
 
 
 def verdict(lite: Backend, gold_sql: str, pred: Backend, pred_sql: str) -> polysql.Verdict:

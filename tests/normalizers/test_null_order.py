@@ -6,34 +6,11 @@ The gold runs on SQLite (NULLs smallest); predictions run on DuckDB (NULLs last)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-import polysql
 from polysql.backends.base import Backend
 from polysql.normalizers.gold import judge, run_gold
 
 SETUP = ["CREATE TABLE t (name TEXT, score INTEGER)",
          "INSERT INTO t VALUES ('a', 3), ('b', NULL), ('c', 1), ('d', NULL), ('e', 2)"]
-
-
-def engine(url: str) -> Iterator[Backend]:
-    backend = polysql.connect(url, read_only=False)
-    for statement in SETUP:
-        assert backend.execute(statement).ok
-    yield backend
-    backend.close()
-
-
-@pytest.fixture
-def lite() -> Iterator[Backend]:
-    yield from engine("sqlite://")
-
-
-@pytest.fixture
-def duck() -> Iterator[Backend]:
-    yield from engine("duckdb://")
 
 
 def verdict(lite: Backend, gold_sql: str, duck: Backend, pred_sql: str, **policy: object):

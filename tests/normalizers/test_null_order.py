@@ -7,13 +7,14 @@ The gold runs on SQLite (NULLs smallest); predictions run on DuckDB (NULLs last)
 from __future__ import annotations
 
 from polysql.backends.base import Backend
+from polysql.model import Verdict
 from polysql.normalizers.gold import judge, run_gold
 
 SETUP = ["CREATE TABLE t (name TEXT, score INTEGER)",
          "INSERT INTO t VALUES ('a', 3), ('b', NULL), ('c', 1), ('d', NULL), ('e', 2)"]
 
 
-def verdict(lite: Backend, gold_sql: str, duck: Backend, pred_sql: str, **policy: object):
+def verdict(lite: Backend, gold_sql: str, duck: Backend, pred_sql: str, **policy: object) -> Verdict:
     gold = run_gold(gold_sql, "sqlite", lite.execute)
     return judge(gold, duck.execute(pred_sql), lite.execute, **policy)
 

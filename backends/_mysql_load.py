@@ -208,13 +208,16 @@ def _build_and_swap(conn: pymysql.connections.Connection, database: str, source:
     try:
         plans = plan_tables(source.tables(), names)
         renamed = {p.source.name: p for p in plans}
-        coercions = [_renamed(c, renamed) for c in source_coercions(source)]
+        copied: list[Coercion] = []
         for plan in plans:
             try:
-                coercions.extend(copy_table(conn, stage, plan, source, collation))
+                copied.extend(copy_table(conn, stage, plan, source, collation))
             except pymysql.err.MySQLError as exc:
                 raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
                                 f"{exc}") from exc
+        # Asked after the copy: reading the rows can find more (text that was not UTF-8,
+        # integers a float column could only hold approximately).
+        coercions = [_renamed(c, renamed) for c in source_coercions(source)] + copied
         coercions.extend(add_indexes(conn, stage, plans, names, collation))
         coercions.extend(add_foreign_keys(conn, stage, plans))
         before_swap()

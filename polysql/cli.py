@@ -43,6 +43,7 @@ from polysql.errors import (
     ResultsStoreError,
 )
 from polysql.model import Result
+from polysql.progress import SweepObserver
 
 EXIT_MISMATCH = 1
 EXIT_CONFIG = 2
@@ -102,7 +103,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-class _RichObserver:
+class _RichObserver(SweepObserver):
     """Progress bars for a sweep: counts, accuracy so far and ETA; with models, one more bar per
     model for its requests, so generation and execution are both visible."""
 

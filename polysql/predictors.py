@@ -67,6 +67,10 @@ class Predictor(ABC):
         future.set_result(self.predict(question, engine))
         return future
 
+    def usage(self) -> dict[str, Any] | None:
+        """Cost of the predictions made so far (model calls, tokens...); None when free."""
+        return None
+
     def close(self) -> None:
         """Release threads and connections; pending background predictions are cancelled."""
         return None  # nothing held by default

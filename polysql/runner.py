@@ -38,6 +38,7 @@ from polysql.model import Result, Verdict
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.paths import cache_dir
 from polysql.predictors import EngineInfo, FilePredictor, Prediction, Predictor, make_predictor
+from polysql.progress import SweepObserver
 from polysql.prompting import SchemaCatalog
 from polysql.registry import backend_class, parse_url
 from polysql.store import ResultsStore, record_key
@@ -83,22 +84,6 @@ class SweepOutcome:
     # per model predictor (llm:NAME): calls, cache_hits, prompt_tokens, completion_tokens, errors,
     # wall_time, requests, retries
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-class SweepObserver:
-    """Progress hooks; the CLI draws a progress bar from these. All no-ops by default."""
-
-    def phase(self, name: str, total: int) -> None: ...
-
-    def advance(self, record: dict[str, Any] | None = None) -> None: ...
-
-    def message(self, text: str) -> None: ...
-
-    def generation(self, predictor: str, total: int) -> None:
-        """``total`` model requests of ``predictor`` are about to be queued."""
-
-    def generated(self, predictor: str) -> None:
-        """One model request of ``predictor`` finished (answered, failed or served from cache)."""
 
 
 @dataclass(slots=True)
@@ -249,7 +234,7 @@ class Sweep:
             for predictor in self.predictors:
                 if predictor.concurrent:
                     requests = sum(1 for items in pending.values() for i in items if i.predictor is predictor)
-                    self._notify("generation", predictor.name, requests)
+                    self.observer.generation(predictor.name, requests)
             with self.store.open_for_append() as out, ThreadPoolExecutor(
                 max_workers=max(1, len(self.engines)), thread_name_prefix="engine"
             ) as pool:
@@ -298,16 +283,10 @@ class Sweep:
         """Per model predictor of this invocation: calls, cache hits, tokens, wall time."""
         usage: dict[str, dict[str, Any]] = {}
         for predictor in self.predictors:
-            report = getattr(predictor, "usage", None)
-            if callable(report):
-                usage[predictor.name] = report()
+            report = predictor.usage()
+            if report is not None:
+                usage[predictor.name] = report
         return usage
-
-    def _notify(self, hook: str, *args: Any) -> None:
-        # observers written before the generation hooks existed simply do not get them
-        method = getattr(self.observer, hook, None)
-        if method is not None:
-            method(*args)
 
     # -- gold ---------------------------------------------------------------------------------
     def _gold_spec(self, question: Question) -> EngineSpec:
@@ -393,7 +372,7 @@ class Sweep:
 
     def _generation_done(self, predictor: str, future: Future[Prediction]) -> None:
         if not future.cancelled():
-            self._notify("generated", predictor)
+            self.observer.generated(predictor)
 
     def _backend(self, spec: EngineSpec, question: Question, fleet: EngineFleet,
                  dead: dict[str, str]) -> Backend | None:

@@ -19,11 +19,9 @@ import sqlglot.errors
 
 from polysql.backends._load_files import (
     atomic_build,
-    skipped_report,
+    load_file_once,
     source_coercions,
     source_name,
-    timed,
-    write_sidecar,
 )
 from polysql.backends._sqlite_types import quote_ident
 from polysql.errors import LoadError
@@ -233,11 +231,5 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
         return LoadReport(origin, source_name(target), fingerprint, tables=counts,
                           coercions=coercions)
 
-    if path is not None and not replace:
-        skipped = skipped_report(path, origin, fingerprint)
-        if skipped is not None:
-            return skipped
-    report = timed(build)
-    if path is not None:
-        write_sidecar(path, report, "duckdb", duckdb.__version__)
-    return report
+    return load_file_once(path, origin=origin, fingerprint=fingerprint, replace=replace,
+                          build=build, engine="duckdb", engine_version=duckdb.__version__)

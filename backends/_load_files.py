@@ -116,6 +116,20 @@ def timed(build: Callable[[], LoadReport]) -> LoadReport:
     return report
 
 
+def load_file_once(path: Path | None, *, origin: str, fingerprint: str, replace: bool,
+                   build: Callable[[], LoadReport], engine: str, engine_version: str) -> LoadReport:
+    """The idempotent shell of a file-engine load: skip when the sidecar already records this
+    source, otherwise build (timed) and record it. In-memory targets (``path`` None) always build."""
+    if path is not None and not replace:
+        skipped = skipped_report(path, origin, fingerprint)
+        if skipped is not None:
+            return skipped
+    report = timed(build)
+    if path is not None:
+        write_sidecar(path, report, engine, engine_version)
+    return report
+
+
 def source_coercions(source: Any) -> list[Coercion]:
     """Coercions a source reports for its type decisions (``Backend.coercions``)."""
     return list(source.coercions())

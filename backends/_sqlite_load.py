@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING
 
 from polysql.backends._load_files import (
     atomic_build,
-    skipped_report,
+    load_file_once,
     source_name,
-    timed,
-    write_sidecar,
 )
 from polysql.backends._sqlite_types import list_tables, quote_ident
 from polysql.errors import LoadError
@@ -70,11 +68,5 @@ def load_into_sqlite(target: SQLiteBackend, source: Backend, *, fingerprint: str
                 conn.close()
         return LoadReport(origin, source_name(target), fingerprint, tables=counts)
 
-    if path is not None and not replace:
-        skipped = skipped_report(path, origin, fingerprint)
-        if skipped is not None:
-            return skipped
-    report = timed(build)
-    if path is not None:
-        write_sidecar(path, report, "sqlite", sqlite3.sqlite_version)
-    return report
+    return load_file_once(path, origin=origin, fingerprint=fingerprint, replace=replace,
+                          build=build, engine="sqlite", engine_version=sqlite3.sqlite_version)

@@ -8,7 +8,7 @@ accents, trailing spaces, duplicate rows) built with sqlite3 and loaded with ``p
 ``writable_backend`` yields an empty scratch database of the same engine opened for writing.
 
 Adding an engine is one entry in ``ENGINES``: a :class:`EngineEntry` that provisions its copy of
-the fixture (server engines go through their ``tests/_engine_<name>.py`` hook, which also cleans
+the fixture (server engines go through their ``polysql_testkit.engine_<name>`` hook, which also cleans
 up). If the engine cannot be reached (client not installed, server down) provisioning raises
 ``EngineUnavailableError`` and its tests are
 skipped with the reason -- unless the engine is named in ``POLYSQL_REQUIRE`` (comma-separated,
@@ -27,7 +27,7 @@ the marker is removed.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -72,16 +72,11 @@ def _file_engine(scheme: str, suffix: str) -> Callable[[Path, Path], Backend]:
 
 
 def _server_engine(module_name: str) -> EngineEntry:
-    """A server engine through its tests/_engine_<name>.py hook (one database per session)."""
+    """A server engine through its polysql_testkit.engine_<name> hook (one database per session)."""
     tag = f"suite{os.getpid()}"
 
     def hook() -> Any:
-        path = Path(__file__).with_name(f"_engine_{module_name}.py")
-        spec = importlib.util.spec_from_file_location(f"_engine_{module_name}", path)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return importlib.import_module(f"polysql_testkit.engine_{module_name}")
 
     def provision(source: Path, workdir: Path) -> Backend:
         engine = hook()

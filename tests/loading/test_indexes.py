@@ -10,12 +10,11 @@ from typing import Any
 
 import duckdb
 import pytest
+from polysql_testkit import mysql_fixtures, pg_fixtures
 
 import polysql
 from polysql.backends.sqlite import SQLiteBackend
 from polysql.schema import Index
-
-from ._servers import fixtures
 
 SOURCE = """
 CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT UNIQUE, city TEXT, age INTEGER,
@@ -115,7 +114,7 @@ def test_duckdb_makes_a_broken_unique_index_plain(broken: Path, tmp_path: Path) 
 
 @pytest.fixture(scope="module")
 def pg() -> Any:
-    return fixtures("pg")
+    return pg_fixtures
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +176,7 @@ def test_postgres_makes_a_broken_unique_index_plain(pg: Any, pg_loader: Any,
 
 @pytest.fixture
 def my() -> Any:
-    return fixtures("mysql")
+    return mysql_fixtures
 
 
 @pytest.fixture

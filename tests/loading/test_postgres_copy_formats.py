@@ -10,15 +10,14 @@ import sqlite3
 from decimal import Decimal
 
 import pytest
+from polysql_testkit import pg_fixtures
 
 from polysql.backends._postgres_copy import csv_carries
 from polysql.backends.sqlite import SQLiteBackend
 
-from ._servers import fixtures
-
 pytestmark = pytest.mark.postgres
 
-fx = fixtures("pg")
+fx = pg_fixtures
 admin_url, loader, make_sqlite = fx.admin_url, fx.loader, fx.make_sqlite
 
 TEXTS = ["", " ", "trailing  ", "  leading", 'say "hi"', "a,b", "line\nbreak", "cr\rlf\r\n",

@@ -5,16 +5,14 @@ and hostile statements that must be refused or cut off without changing the eval
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from polysql_testkit import mysql_fixtures
 from sqlalchemy.engine import URL, make_url
 
 from polysql.backends._mysql_pool import login_from_url
@@ -25,19 +23,7 @@ from polysql.registry import backend_class, connect
 pytestmark = pytest.mark.mysql
 
 
-def _fixtures() -> ModuleType:
-    name = "polysql_tests_mysql_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("_mysql_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fx = _fixtures()
+fx = mysql_fixtures
 admin_url, loader, make_sqlite = fx.admin_url, fx.loader, fx.make_sqlite
 
 SOURCE = """

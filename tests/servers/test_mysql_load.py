@@ -5,20 +5,18 @@ reloads, and a million-row table."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
 import pymysql
 import pytest
+from polysql_testkit import mysql_fixtures
 from sqlalchemy.engine import URL
 
 from polysql.backends.base import Backend
@@ -31,19 +29,7 @@ from polysql.schema import Table
 pytestmark = pytest.mark.mysql
 
 
-def _fixtures() -> ModuleType:
-    name = "polysql_tests_mysql_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("_mysql_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fx = _fixtures()
+fx = mysql_fixtures
 admin_url, loader, make_sqlite = fx.admin_url, fx.loader, fx.make_sqlite
 
 

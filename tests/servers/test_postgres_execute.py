@@ -4,14 +4,12 @@ the evaluation database."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 from pathlib import Path
-from types import ModuleType
 
 import psycopg
 import pytest
+from polysql_testkit import pg_fixtures
 from sqlalchemy.engine import make_url
 
 from polysql.backends._postgres_conn import connection_params
@@ -22,18 +20,7 @@ from polysql.registry import backend_class, connect
 pytestmark = pytest.mark.postgres
 
 
-def _fixtures() -> ModuleType:
-    name = "polysql_tests_pg_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_pg_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fx = _fixtures()
+fx = pg_fixtures
 admin_url, loader, make_sqlite = fx.admin_url, fx.loader, fx.make_sqlite
 
 SOURCE = """

@@ -4,16 +4,14 @@ names, coercions, idempotence and atomic reloads."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import sqlite3
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from types import ModuleType
 
 import pyarrow as pa
 import pytest
+from polysql_testkit import engine_postgres, pg_fixtures
 from sqlalchemy.engine import make_url
 
 from polysql.backends.sqlite import SQLiteBackend
@@ -24,18 +22,7 @@ from polysql.schema import Table
 pytestmark = pytest.mark.postgres
 
 
-def _fixtures() -> ModuleType:
-    name = "polysql_tests_pg_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_pg_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fx = _fixtures()
+fx = pg_fixtures
 admin_url, loader, make_sqlite = fx.admin_url, fx.loader, fx.make_sqlite
 
 FIDELITY = """
@@ -316,17 +303,8 @@ def test_one_million_rows(loader, make_sqlite) -> None:
 
 # -- the conformance suite's hook -----------------------------------------------------------------
 
-def _engine_module() -> ModuleType:
-    path = Path(__file__).parent.parent / "_engine_postgres.py"
-    spec = importlib.util.spec_from_file_location("polysql_tests_engine_postgres", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_provision_and_cleanup(admin_url, make_sqlite) -> None:
-    engine = _engine_module()
+    engine = engine_postgres
     tag = fx.unique("Provision-Tag")
     database, reader = engine.names(tag)
     path = make_sqlite("provision", "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
@@ -344,7 +322,7 @@ def test_provision_and_cleanup(admin_url, make_sqlite) -> None:
 
 
 def test_provision_reports_an_unreachable_server(monkeypatch, make_sqlite) -> None:
-    engine = _engine_module()
+    engine = engine_postgres
     monkeypatch.setenv("POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:1/")
     path = make_sqlite("unreachable", "CREATE TABLE t (x INTEGER);")
     with pytest.raises(engine.ServerUnavailable, match="127.0.0.1:1"):

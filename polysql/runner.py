@@ -35,6 +35,7 @@ from polysql.ddl import render_schema
 from polysql.engines import EngineFleet, EngineSpec, parse_engine_specs
 from polysql.errors import ConfigError, EngineError, ResultsStoreError
 from polysql.model import Result, Verdict
+from polysql.normalizers.compare import resolve_policy
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.paths import cache_dir
 from polysql.predictors import EngineInfo, FilePredictor, Prediction, Predictor, make_predictor
@@ -100,6 +101,8 @@ class Sweep:
             raise ConfigError(f"timeout must be positive, got {config.timeout}")
         if config.max_rows <= 0:
             raise ConfigError(f"max_rows must be positive, got {config.max_rows}")
+        # a bad --policy must fail here, not in the middle of the sweep after engines loaded
+        resolve_policy(None, config.policy)
         self.dataset: Dataset = get_dataset(config.dataset)
         self.llm_options: Any = None  # polysql.predictors_llm.LLMOptions when models are swept
         self.predictors = self._make_predictors(config)

@@ -148,3 +148,13 @@ def test_an_unreachable_engine_is_abandoned_without_recording_anything_for_it(tm
     assert code == 6, output
     assert "engine down was abandoned" in output and "re-run to resume" in output
     assert {r["engine"] for r in records(run)} == {"sqlite"}  # nothing recorded as wrong for it
+
+
+def test_a_bad_policy_option_fails_before_any_work(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "1", "--policy", "rel_tol=2")
+    assert code == EXIT_CONFIG, output
+    assert "rel_tol" in output and "Traceback" not in output
+    code, output = sweep("--out", str(run), "--limit", "1", "--policy", "no_such_rule=1")
+    assert code == EXIT_CONFIG and "valid options are" in output
+    assert not (run / "results.jsonl").exists()

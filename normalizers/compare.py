@@ -39,6 +39,7 @@ from polysql.normalizers.rows import (
     contained_in,
     side_difference,
 )
+from polysql.normalizers.shape import mismatch_shape
 from polysql.normalizers.values import PLAIN_READING, Reading, reading_for
 
 __all__ = ["ComparePolicy", "compare", "resolve_policy", "widen_limit"]
@@ -164,12 +165,24 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
         if first_failure is None:
             first_failure = (alignment, outcome, extra)
     if first_failure is None:
-        details.update(alignment=None, rule="columns")
+        details.update(alignment=None, rule="columns", mismatch="columns")
         return Verdict(False, caveat + _unalignable_reason(gold_cols, pred_cols), details)
     alignment, outcome, extra = first_failure
     details.update(_alignment_details(alignment, pred_cols), **extra,
                    tolerance_pairs=outcome.tolerance_pairs, rule="rows")
+    details.update(_shape_details(gold_cols, pred_cols, alignment, pol))
     return Verdict(False, caveat + outcome.reason, details)
+
+
+def _shape_details(gold: ResultColumns, pred: ResultColumns, alignment: Alignment,
+                   pol: ComparePolicy) -> dict[str, Any]:
+    """The mismatch's shape for error analysis (see :mod:`polysql.normalizers.shape`)."""
+    gold_side, pred_side, _ = _sides(gold, pred, None, alignment, pol)
+    shape, worst = mismatch_shape(gold_side, pred_side)
+    out: dict[str, Any] = {"mismatch": shape}
+    if worst is not None:
+        out["max_relative_difference"] = worst
+    return out
 
 
 # -- order ----------------------------------------------------------------------------------------

@@ -470,6 +470,12 @@ class Sweep:
             "engine_version": backend.version(),
             "dialect": spec.dialect,
             "tags": list(question.tags),
+            "difficulty": question.difficulty,
+            # what error analysis reads besides the outcome, so it never reopens the dataset
+            "question": question.question,
+            "evidence": question.evidence,
+            "gold_sql": question.gold_sql,
+            "gold_dialect": question.source_dialect,
             "status": status,
             "match": verdict.match and status == "match",
             "reason": verdict.reason,

@@ -1,0 +1,81 @@
+"""The deterministic taxonomy pass, fed by the errors real engines raise.
+
+Each case runs a broken query on every engine of the conformance fixture (real SQLite, DuckDB,
+PostgreSQL and MySQL/MariaDB) and checks that the label read off the engine's own error class,
+SQLSTATE and message is the same everywhere: the first pass must not depend on which engine
+happened to fail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from polysql.analysis.signals import FAMILY_OF, SIGNALS, error_signal, mismatch_signal, signal
+from polysql.backends.base import Backend
+
+BROKEN = {
+    # unquoted: SQLite reads an unknown "double-quoted" name as a string literal
+    "unknown_column": 'SELECT no_such_column FROM "Customers"',
+    "unknown_table": 'SELECT * FROM "NoSuchTable"',
+    "unknown_function": 'SELECT no_such_function_xyz("Name") FROM "Customers"',
+    "syntax_error": 'SELECT "Name" FROM "Customers" WHERE',
+}
+
+
+def _quoted(backend: Backend, sql: str) -> str:
+    # MySQL reads "x" as a string unless ANSI_QUOTES; the fixture's identifiers need backticks.
+    return sql.replace('"', "`") if backend.dialect == "mysql" else sql
+
+
+@pytest.mark.parametrize("expected", sorted(BROKEN))
+def test_engine_errors_get_the_same_label_on_every_engine(backend: Backend, expected: str) -> None:
+    result = backend.execute(_quoted(backend, BROKEN[expected]))
+    assert result.error is not None, f"{backend.dialect} accepted {BROKEN[expected]!r}"
+    label = error_signal(result.error.kind, result.error.message, result.error.sqlstate)
+    assert label == expected, (backend.dialect, result.error)
+
+
+def test_every_signal_has_a_family() -> None:
+    assert set(FAMILY_OF) == set(SIGNALS)
+    assert len(SIGNALS) == len(set(SIGNALS))
+
+
+@pytest.mark.parametrize(("kind", "label"), [("timeout", "timeout"), ("too_large", "too_large"),
+                                             ("forbidden", "forbidden"),
+                                             ("unavailable", "engine_unavailable")])
+def test_error_kinds_that_decide_alone(kind: str, label: str) -> None:
+    assert error_signal(kind, "anything at all", None) == label
+
+
+def test_mysql_catch_all_state_defers_to_the_message() -> None:
+    message = "FUNCTION test.julianday does not exist"
+    assert error_signal("syntax", message, "42000") == "unknown_function"
+    assert error_signal("syntax", "You have an error in your SQL syntax near 'x'", "42000") == "syntax_error"
+
+
+def _record(status: str, **extra: Any) -> dict[str, Any]:
+    return {"dataset": "d", "question_id": "1", "predictor": "p", "engine": "e", "status": status,
+            **extra}
+
+
+def test_mismatch_labels_come_from_the_recorded_shape() -> None:
+    assert mismatch_signal(_record("mismatch", details={"mismatch": "order"})) == "same_rows_different_order"
+    assert mismatch_signal(_record("mismatch", details={"mismatch": "numeric_drift"})) == "numeric_drift"
+
+
+def test_old_records_without_a_shape_still_get_a_label() -> None:
+    assert mismatch_signal(_record("mismatch", details={"rule": "columns"})) == "wrong_columns"
+    assert mismatch_signal(_record("mismatch", details={"gold_rows": 3, "pred_rows": 2})) == "wrong_row_count"
+    reason = "same rows but in a different order; row 1 differs at column 'x'"
+    assert mismatch_signal(_record("mismatch", reason=reason,
+                                   details={"gold_rows": 2, "pred_rows": 2})) == "same_rows_different_order"
+
+
+def test_signal_of_each_status() -> None:
+    assert signal(_record("match")) is None
+    assert signal(_record("invalid_gold")) is None
+    assert signal(_record("generation_failure")) == "no_sql"
+    error = {"kind": "syntax", "message": "no such column: x", "sqlstate": None}
+    assert signal(_record("exec_error", pred={"error": error})) == "unknown_column"

@@ -26,7 +26,8 @@ def wilson_interval(correct: int, total: int, confidence: float = 0.95) -> tuple
     denom = 1 + z * z / total
     center = (p + z * z / (2 * total)) / denom
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return (max(0.0, center - half), min(1.0, center + half))
+    # Rounding can leave a bound a hair on the wrong side of p at 0 and n; it never should be.
+    return (max(0.0, min(p, center - half)), min(1.0, max(p, center + half)))
 
 
 @dataclass(slots=True)

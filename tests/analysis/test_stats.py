@@ -480,3 +480,10 @@ def test_tiers_guarantee_on_random_significance(seed: int) -> None:
 def test_tiers_rejects_duplicate_names() -> None:
     with pytest.raises(ValueError, match="unique"):
         tiers(["duckdb", "duckdb"], ACCURACY, significance_from(set()))
+
+
+def test_wilson_bounds_never_exclude_the_observed_proportion() -> None:
+    for n in range(1, 200):
+        for k in (0, n):
+            low, high = wilson_interval(k, n)
+            assert low <= k / n <= high, (k, n, low, high)

@@ -237,14 +237,21 @@ class LLMClient:
                 snapshot.wall_time += time.monotonic() - self._busy_since
         return snapshot
 
-    def cache_key(self, messages: list[dict[str, str]]) -> str:
+    def cache_key(self, messages: list[dict[str, str]],
+                  extra: dict[str, Any] | None = None) -> str:
         return response_key(model=self.config.model, base_url=self.config.base_url,
-                            params=self.config.params, messages=messages)
+                            params=self._request_params(extra), messages=messages)
 
-    def complete(self, messages: list[dict[str, str]]) -> Completion:
-        """The model's answer to ``messages``, from the cache when it has been asked before."""
+    def complete(self, messages: list[dict[str, str]], *,
+                 extra: dict[str, Any] | None = None) -> Completion:
+        """The model's answer to ``messages``, from the cache when it has been asked before.
+
+        ``extra`` adds request parameters for this call only (e.g. a ``response_format``); they
+        override the config's params and are part of the cache key, like everything sent.
+        """
+        params = self._request_params(extra)
         cache = self.cache
-        key = self.cache_key(messages) if cache is not None else ""
+        key = self.cache_key(messages, extra) if cache is not None else ""
         if cache is not None:
             hit = cache.get(key)
             if hit is not None:
@@ -253,7 +260,7 @@ class LLMClient:
                 return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, True,
                                   hit.elapsed, hit.model, hit.finish_reason)
         try:
-            completion = self._request_with_retries(messages)
+            completion = self._request_with_retries(messages, params)
         except LLMError:
             with self._stats_lock:
                 self._stats.errors += 1
@@ -275,9 +282,21 @@ class LLMClient:
                 self._client.close()
                 self._client = None
 
+    def _request_params(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        """The parameters sent besides model and messages: the config's, then ``extra``'s."""
+        if not extra:
+            # Unchanged object, so keys of calls without extra stay what they always were.
+            return self.config.params
+        reserved = sorted({"model", "messages", "stream"} & set(extra))
+        if reserved:
+            raise ConfigError(f"extra request parameters may not set {reserved[0]!r}; it is set "
+                              "by polysql")
+        return {**self.config.params, **extra}
+
     # -- retries ---------------------------------------------------------------------------------
 
-    def _request_with_retries(self, messages: list[dict[str, str]]) -> Completion:
+    def _request_with_retries(self, messages: list[dict[str, str]],
+                              params: dict[str, Any]) -> Completion:
         client = self._openai_client()
         started = time.monotonic()
         attempts = self.config.max_retries + 1
@@ -286,7 +305,7 @@ class LLMClient:
                 with self._stats_lock:
                     self._stats.retries += 1
             try:
-                completion = self._attempt(client, messages)
+                completion = self._attempt(client, messages, params)
             except _Retryable as exc:
                 if attempt + 1 == attempts:
                     raise LLMError(
@@ -307,7 +326,8 @@ class LLMClient:
 
     # -- one attempt ------------------------------------------------------------------------------
 
-    def _attempt(self, client: Any, messages: list[dict[str, str]]) -> Completion:
+    def _attempt(self, client: Any, messages: list[dict[str, str]],
+                 params: dict[str, Any]) -> Completion:
         """One HTTP request, holding a concurrency slot, stopped at the hard timeout."""
         with self._slots:
             # Wait for the rate limit while holding the slot, so that a slot freed later cannot
@@ -315,11 +335,12 @@ class LLMClient:
             self._rate.wait()
             self._enter()
             try:
-                return self._call_with_deadline(client, messages)
+                return self._call_with_deadline(client, messages, params)
             finally:
                 self._leave()
 
-    def _call_with_deadline(self, client: Any, messages: list[dict[str, str]]) -> Completion:
+    def _call_with_deadline(self, client: Any, messages: list[dict[str, str]],
+                            params: dict[str, Any]) -> Completion:
         # The HTTP library's timeout bounds each read, not the whole request: a server that
         # trickles bytes could hold a call forever. So the call runs in a daemon thread and the
         # caller waits at most ``timeout``; an abandoned thread ends on its own read timeout.
@@ -328,7 +349,7 @@ class LLMClient:
 
         def run() -> None:
             try:
-                outcome["value"] = self._send(client, messages)
+                outcome["value"] = self._send(client, messages, params)
             except BaseException as exc:  # handed to the waiting thread, re-raised there
                 outcome["error"] = exc
             finally:
@@ -342,14 +363,15 @@ class LLMClient:
             raise outcome["error"]
         return outcome["value"]
 
-    def _send(self, client: Any, messages: list[dict[str, str]]) -> Completion:
+    def _send(self, client: Any, messages: list[dict[str, str]],
+              params: dict[str, Any]) -> Completion:
         import openai
 
         with self._stats_lock:
             self._stats.requests += 1
         try:
             response = client.chat.completions.create(
-                model=self.config.model, messages=messages, **self.config.params)
+                model=self.config.model, messages=messages, **params)
         except openai.APITimeoutError as exc:
             raise _Retryable(f"timed out after {self.config.timeout:g}s") from exc
         except openai.APIConnectionError as exc:

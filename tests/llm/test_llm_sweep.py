@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from polysql_testkit.model_config import write_config
 
 from polysql.cli import main
 from polysql.llm import ModelConfig
@@ -22,21 +23,6 @@ from polysql.store import ResultsStore
 
 LIMIT = 3
 ENGINES = ("sqlite", "duckdb")
-
-
-def write_config(path: Path, config: ModelConfig) -> Path:
-    params = "\n".join(f"{key} = {json.dumps(value)}" for key, value in config.params.items())
-    path.write_text(
-        "[models.smol]\n"
-        f'base_url = "{config.base_url}"\n'
-        f'model = "{config.model}"\n'
-        f"max_concurrency = {config.max_concurrency}\n"
-        f"timeout = {config.timeout}\n"
-        f"max_retries = {config.max_retries}\n"
-        "[models.smol.params]\n"
-        f"{params}\n",
-        encoding="utf-8")
-    return path
 
 
 def sweep(config: Path, out: Path) -> str:

@@ -171,6 +171,8 @@ class Sweep:
         run_info = {
             "polysql": __version__,
             "settings": settings,
+            # how to load the dataset again (a folder dataset's name alone does not say where)
+            "dataset_spec": self.config.dataset,
             "engines": {e.name: e.url.render_as_string(hide_password=True) for e in self.engines},
             # earlier predictors stay listed: their records are still in this folder
             "predictors": described + [p for p in earlier if p.get("name") not in names],

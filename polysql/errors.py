@@ -51,3 +51,7 @@ class ResultsStoreError(PolysqlError):
 
 class LLMError(PolysqlError):
     """A model endpoint could not answer (after retries), or a model config is unusable."""
+
+
+class BundleError(PolysqlError):
+    """A leaderboard submission bundle cannot be packed or read (incomplete run, bad archive...)."""

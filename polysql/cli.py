@@ -5,7 +5,7 @@ Exit codes (stable, for scripts):
   1  ``compare`` only: the results differ
   2  usage or configuration error (bad option, unknown engine or predictor)
   3  an engine could not be used (not installed, unreachable, load failed)
-  4  a dataset or predictions file is missing or malformed
+  4  a dataset, predictions file or leaderboard bundle is missing, malformed or invalid
   5  the results folder belongs to another sweep or is unreadable
   6  the sweep finished, but an engine was abandoned part-way (its work stays pending)
   70 internal error (a bug: please report it with the ``--debug`` traceback)
@@ -35,6 +35,7 @@ from rich.table import Table
 
 from polysql import __version__
 from polysql.errors import (
+    BundleError,
     ConfigError,
     DatasetError,
     EngineError,
@@ -61,7 +62,7 @@ stdout = Console(soft_wrap=True)
 def _exit_code(exc: PolysqlError) -> int:
     if isinstance(exc, EngineError):
         return EXIT_ENGINE
-    if isinstance(exc, (DatasetError, PredictionFileError)):
+    if isinstance(exc, (DatasetError, PredictionFileError, BundleError)):
         return EXIT_DATA
     if isinstance(exc, ResultsStoreError):
         return EXIT_STORE
@@ -311,6 +312,93 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
         u = outcome.usage
         console.print(f"classifier: {u['calls']} calls, {u['cache_hits']} cached, {u['errors']} failed")
     console.print(f"wrote {len(outcome.paths)} files to {escape(str(outcome.out_dir))}")
+
+
+@main.group("leaderboard")
+def leaderboard_group() -> None:
+    """Submission bundles and the static leaderboard site."""
+
+
+@leaderboard_group.command("pack")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
+              help="Bundle to write: a folder, or an archive ending in .zip or .tar.gz.")
+@click.option("--dataset", "dataset_spec", default=None,
+              help="Dataset spec the sweep used, for runs that did not record it.")
+def leaderboard_pack(run_dir: Path, out: Path, dataset_spec: str | None) -> None:
+    """Bundle a finished sweep (every question x predictor x engine) for submission."""
+    from polysql.leaderboard.bundle import pack_bundle, validate_bundle
+
+    path = pack_bundle(run_dir, out, dataset_spec=dataset_spec)
+    problems = validate_bundle(path)
+    for problem in problems:
+        console.print(f"[yellow]{escape(problem.code)}:[/] {escape(problem.message)}", highlight=False)
+    console.print(f"wrote {escape(str(path))}")
+
+
+@leaderboard_group.command("validate")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--no-dataset-check", is_flag=True,
+              help="Do not load the dataset to check its fingerprint (e.g. it is not available here).")
+def leaderboard_validate(bundles: tuple[Path, ...], no_dataset_check: bool) -> None:
+    """Recompute every aggregate from the records and check hashes, completeness and dataset.
+    Exit 0 when every bundle is valid, 4 when any is not."""
+    from polysql.leaderboard.bundle import is_valid, validate_bundle
+
+    failed = 0
+    for bundle in bundles:
+        problems = validate_bundle(bundle, check_dataset=not no_dataset_check)
+        valid = is_valid(problems)
+        failed += not valid
+        verdict = "[green]valid[/]" if valid else "[bold red]invalid[/]"
+        stdout.print(f"{escape(str(bundle))}: {verdict}", highlight=False)
+        for problem in problems:
+            stdout.print(f"  {escape(problem.code)}: {escape(problem.message)}", highlight=False)
+    if failed:
+        sys.exit(EXIT_DATA)
+
+
+@leaderboard_group.command("build")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
+              help="Folder for the static site.")
+@click.option("--no-dataset-check", is_flag=True, help="Do not load datasets to check fingerprints.")
+def leaderboard_build(bundles: tuple[Path, ...], out: Path, no_dataset_check: bool) -> None:
+    """Validate the bundles and write the static leaderboard site (works from file://)."""
+    from polysql.leaderboard.bundle import is_valid, read_bundle, validate_bundle
+    from polysql.leaderboard.site import build_site
+
+    loaded = []
+    for path in bundles:
+        bundle = read_bundle(path)
+        problems = validate_bundle(bundle, check_dataset=not no_dataset_check)
+        if not is_valid(problems):
+            listing = "; ".join(f"{p.code}: {p.message}" for p in problems)
+            raise DatasetError(f"bundle {path} is invalid, so no site was built: {listing} "
+                               "(see `polysql leaderboard validate`)")
+        loaded.append(bundle)
+    paths = build_site(loaded, out)
+    console.print(f"wrote {len(paths)} files to {escape(str(out))}; open {escape(str(out / 'index.html'))} "
+                  "or run `polysql leaderboard serve`")
+
+
+@leaderboard_group.command("serve")
+@click.argument("site_dir", type=click.Path(path_type=Path), default=Path("site"))
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+def leaderboard_serve(site_dir: Path, host: str, port: int) -> None:
+    """Serve a built site locally until Ctrl-C."""
+    from polysql.leaderboard.site import serve_site
+
+    if not (site_dir / "index.html").is_file():
+        raise ConfigError(f"{site_dir} holds no index.html: build it first with "
+                          f"`polysql leaderboard build BUNDLE... --out {site_dir}`")
+    server = serve_site(site_dir, host=host, port=port)
+    console.print(f"serving {escape(str(site_dir))} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
 
 
 @main.command("compare")

@@ -60,6 +60,12 @@ class Backend(ABC):
         return base.set(database=str(path))
 
     @classmethod
+    def is_emulated(cls, url: URL) -> bool:
+        """True when ``url`` reaches an emulator of the engine rather than the real service;
+        results from it are labelled as emulated (engine name and version)."""
+        return False
+
+    @classmethod
     @abstractmethod
     def connect(cls, url: URL, **options: Any) -> Backend:
         """Open a connection. ``read_only=True`` (the default) for evaluation."""

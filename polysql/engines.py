@@ -18,7 +18,7 @@ from sqlalchemy.engine import URL
 from polysql.backends.base import Backend
 from polysql.errors import ConfigError
 from polysql.loading import load
-from polysql.registry import ENGINE_ALIASES, backend_class, parse_url
+from polysql.registry import alias_url, backend_class, parse_url
 from polysql.schema import LoadReport
 
 
@@ -41,16 +41,12 @@ def parse_engine_specs(text: str | list[str]) -> list[EngineSpec]:
     for item in items:
         name, _, url_text = item.partition("=") if "=" in item.split("://")[0] else ("", "", item)
         if "://" not in url_text:
-            alias = url_text.lower()
-            if alias not in ENGINE_ALIASES:
-                raise ConfigError(
-                    f"unknown engine {url_text!r}: use one of {', '.join(sorted(ENGINE_ALIASES))} "
-                    "or an engine URL such as 'postgresql://user@localhost:5432/'"
-                )
-            url_text = ENGINE_ALIASES[alias]
+            url_text = alias_url(url_text)
         url = parse_url(url_text)
         cls = backend_class(url)
-        specs.append(EngineSpec(name=name.strip() or cls.name, url=url, backend=cls))
+        # an emulator's results must never pass for the real service's
+        default_name = f"{cls.name}-emulated" if cls.is_emulated(url) else cls.name
+        specs.append(EngineSpec(name=name.strip() or default_name, url=url, backend=cls))
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

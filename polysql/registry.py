@@ -7,6 +7,7 @@ effect of importing a module: a backend is imported only when a URL asks for it.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,37 @@ ENGINE_ALIASES: dict[str, str] = {
     "postgresql": "postgresql://",
     "mysql": "mysql://",
     "mariadb": "mysql://",
+    "spark": "spark://local[2]",
+    "clickhouse": "clickhouse://",
 }
+# Hosted services have no default instance: their short names read the URL from the environment.
+ENV_ALIASES: dict[str, str] = {
+    "snowflake": "POLYSQL_SNOWFLAKE_URL",
+    "bigquery": "POLYSQL_BIGQUERY_URL",
+}
+# URL schemes whose client libraries come with an extra of another name
+_EXTRA_OF = {"postgresql": "postgres", "mariadb": "mysql", "sc": "spark"}
+
+
+def alias_names() -> list[str]:
+    return sorted({*ENGINE_ALIASES, *ENV_ALIASES})
+
+
+def alias_url(alias: str) -> str:
+    """The URL a short engine name stands for; ConfigError when it is none, or when a hosted
+    service's variable is not set."""
+    name = alias.lower()
+    if name in ENGINE_ALIASES:
+        return ENGINE_ALIASES[name]
+    if name in ENV_ALIASES:
+        variable = ENV_ALIASES[name]
+        value = os.environ.get(variable, "").strip()
+        if not value:
+            raise ConfigError(f"engine {alias!r} is a hosted service with no default instance: set "
+                              f"{variable} to its URL (see docs/engines.md), or give the URL itself")
+        return value
+    raise ConfigError(f"unknown engine {alias!r}: use one of {', '.join(alias_names())} or an engine "
+                      "URL such as 'postgresql://user@localhost:5432/'")
 
 
 @cache
@@ -72,7 +103,7 @@ def backend_class(url: str | URL) -> type[Backend]:
     except ImportError as exc:
         raise EngineUnavailableError(
             f"the {scheme!r} backend needs a client library that is not installed ({exc}); "
-            f"install it with `pip install 'polysql[{scheme}]'`"
+            f"install it with `pip install 'polysql[{_EXTRA_OF.get(scheme, scheme)}]'`"
         ) from exc
     return cls
 

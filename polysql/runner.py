@@ -470,6 +470,8 @@ class Sweep:
             "predictor": predictor.name,
             "engine": spec.name,
             "engine_version": backend.version(),
+            # an emulator's verdicts say so even when the engine was given another name
+            "emulated": spec.backend.is_emulated(spec.url),
             "dialect": spec.dialect,
             "tags": list(question.tags),
             "difficulty": question.difficulty,

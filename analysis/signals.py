@@ -44,6 +44,7 @@ _MESSAGES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ambiguous_column", r"ambiguous column|column reference .* is ambiguous|"
                              r"is ambiguous|ambiguous reference"),
         ("unknown_column", r"no such column|unknown column|column .* does not exist|"
+                           r"unknown expression identifier|"
                            r"referenced column .* not found|column .* not found|"
                            r"could not find column|has no column"),
         ("unknown_table", r"no such table|table .* does(n't| not) exist|"

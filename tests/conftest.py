@@ -98,6 +98,7 @@ ENGINES: dict[str, EngineEntry] = {
     "duckdb": EngineEntry(_file_engine("duckdb", ".duckdb"), scratch_url=lambda: "duckdb://"),
     "postgres": _server_engine("postgres"),
     "mysql": _server_engine("mysql"),
+    "clickhouse": _server_engine("clickhouse"),
 }
 
 
@@ -285,4 +286,12 @@ def q(backend: Backend) -> Callable[[str], str]:
 
 @pytest.fixture
 def slow_query(backend: Backend) -> str:
-    return SLOW_QUERIES.get(backend.name, LONG_RECURSION)
+    """A statement that outlives any test timeout: from SLOW_QUERIES, else the engine hook's
+    SLOW_QUERY (polysql_testkit.engine_<name>), else an endless recursive CTE."""
+    if backend.name in SLOW_QUERIES:
+        return SLOW_QUERIES[backend.name]
+    try:
+        hook = importlib.import_module(f"polysql_testkit.engine_{backend.name}")
+    except ImportError:
+        return LONG_RECURSION
+    return getattr(hook, "SLOW_QUERY", LONG_RECURSION)

@@ -49,10 +49,11 @@ _MESSAGES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                            r"could not find column|has no column"),
         ("unknown_table", r"no such table|table .* does(n't| not) exist|"
                           r"table with name .* does not exist|relation .* does not exist|"
-                          r"unknown table"),
+                          r"unknown table|not found: table"),
         ("unknown_function", r"no such function|function .* does not exist|"
                              r"function with name .* does not exist|"
-                             r"unknown function|is not a recognized built-in function"),
+                             r"unknown function|is not a recognized built-in function|"
+                             r"function not found"),
         ("grouping_error", r"must appear in the group by|not in group by|"
                            r"misuse of aggregate|aggregate functions are not allowed|"
                            r"aggregate function calls cannot be nested|isn't in group by|"

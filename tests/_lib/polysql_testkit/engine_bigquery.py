@@ -1,0 +1,86 @@
+"""BigQuery for the shared conformance suite: load a SQLite file into a fresh dataset and hand
+back a read-only evaluation backend; delete the dataset afterwards.
+
+Where: POLYSQL_BIGQUERY_URL when set (``bigquery://project`` for the real service -- the dataset
+part is replaced per tag -- or one with ``?emulator=...`` for an emulator started elsewhere, as
+.ci/run may do); otherwise a bqemulator this process starts itself (see bigquery_emulator).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+
+from polysql.backends.base import Backend
+from polysql.errors import EngineUnavailableError
+from polysql_testkit import bigquery_emulator
+
+NAME = "bigquery"
+PROJECT = "polysql-test"
+# Four billion rows from a cross join: minutes on the emulator's DuckDB, tens of seconds or more on
+# BigQuery, and no table bytes read (so nothing billed beyond the slot time).
+SLOW_QUERY = ("SELECT COUNT(*) FROM UNNEST(GENERATE_ARRAY(1, 200000)) AS a "
+              "CROSS JOIN UNNEST(GENERATE_ARRAY(1, 200000)) AS b WHERE MOD(a * b, 7) = 3")
+
+
+class ServerUnavailable(Exception):
+    """Neither a configured BigQuery nor the emulator can be used; the message says why."""
+
+
+def base_url() -> URL:
+    """The project URL (dataset still to be chosen); starts the emulator when nothing is set."""
+    configured = os.environ.get("POLYSQL_BIGQUERY_URL", "").strip()
+    if configured:
+        return make_url(configured)
+    try:
+        endpoint = bigquery_emulator.shared_endpoint()
+    except bigquery_emulator.EmulatorUnavailable as exc:
+        raise ServerUnavailable(str(exc)) from exc
+    return make_url(f"bigquery://{PROJECT}?emulator={endpoint}")
+
+
+def dataset_url(tag: str, *, base: URL | None = None) -> URL:
+    return (base or base_url()).set(database=f"polysql_conformance_{tag.lower()}")
+
+
+def _backend_class() -> type[Backend]:
+    try:
+        from polysql.backends.bigquery import BigQueryBackend
+    except ImportError as exc:
+        raise ServerUnavailable(f"google-cloud-bigquery is not installed ({exc}); install "
+                                f"polysql[bigquery]") from exc
+    return BigQueryBackend
+
+
+def provision(sqlite_path: Path, tag: str) -> Backend:
+    """Load ``sqlite_path`` into the dataset for ``tag`` (replacing any earlier copy) and return
+    an evaluation backend on it."""
+    backend_class = _backend_class()
+    url = dataset_url(tag)
+    try:
+        with _sqlite(sqlite_path) as source, \
+                backend_class.connect(url, read_only=False) as target:
+            target.load(source, replace=True)
+        return backend_class.connect(url)
+    except EngineUnavailableError as exc:
+        raise ServerUnavailable(str(exc)) from exc
+
+
+def _sqlite(path: Path) -> Backend:
+    from polysql.registry import connect
+
+    return connect(f"sqlite:///{Path(path).resolve()}")
+
+
+def cleanup(tag: str) -> None:
+    """Delete the tag's dataset (nothing to do if it does not exist)."""
+    backend_class = _backend_class()
+    try:
+        backend_class.drop(dataset_url(tag))  # type: ignore[attr-defined]
+    except EngineUnavailableError as exc:
+        raise ServerUnavailable(str(exc)) from exc
+    except Exception as exc:  # the emulator may already be gone at session end
+        raise ServerUnavailable(f"cannot delete the dataset for {tag}: {exc}") from exc
+

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.api_core import exceptions as api_exceptions
 from sqlalchemy.engine import URL, make_url
 
 pytest.importorskip("google.cloud.bigquery")
 
+from google.api_core import exceptions as api_exceptions  # noqa: E402
 from google.cloud import bigquery  # noqa: E402
 from polysql_testkit import bigquery_emulator, engine_bigquery  # noqa: E402
 

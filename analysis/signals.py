@@ -1,8 +1,8 @@
 """The deterministic first pass of the error taxonomy: a label for every failed prediction, read
 off execution signals alone (no model).
 
-Execution errors are sorted by SQLSTATE where the engine reports one (PostgreSQL, MySQL), and by
-the engine's message otherwise (SQLite and DuckDB report none); result mismatches by the shape
+Execution errors are sorted by the engine's message, which names the problem on every engine, and
+by SQLSTATE where the message says nothing recognisable; result mismatches by the shape
 the comparison recorded (``details["mismatch"]``, see :mod:`polysql.normalizers.shape`), with a
 fallback for records written before shapes existed.
 """
@@ -87,13 +87,13 @@ def error_signal(kind: str, message: str, sqlstate: str | None) -> str:
         return "unknown_function"
     if kind in _ERROR_KINDS:
         return _ERROR_KINDS[kind]
-    by_state = _SQLSTATE.get((sqlstate or "").upper())
-    # 42000 and 23000 are MySQL catch-alls; its message says which error it really is.
-    if by_state is not None and sqlstate not in {"42000", "23000"}:
-        return by_state
+    # The message first: SQLSTATE classes are coarse and engines disagree on them (MySQL's 42000
+    # and 23000 are catch-alls, Snowflake files an unknown function under 42601, emulators borrow
+    # whatever their host engine says), while every engine names the problem in its message.
     for label, pattern in _MESSAGES:
         if pattern.search(message or ""):
             return label
+    by_state = _SQLSTATE.get((sqlstate or "").upper())
     if by_state is not None:
         return by_state
     return "syntax_error" if kind == "syntax" else "runtime_error"

@@ -1,0 +1,91 @@
+"""Snowflake for the shared conformance suite: load a SQLite file into a fresh database on the
+emulator and hand back a read-only evaluation backend; drop the database again afterwards.
+
+The server is POLYSQL_SNOWFLAKE_URL when set (e.g. a ``snowflake_emulator serve`` started by CI,
+or a real account: then SLOW_QUERY below does not apply), otherwise a fakesnow server this
+process starts on first use (see :mod:`polysql_testkit.snowflake_emulator`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+
+from polysql.backends.base import Backend
+from polysql.errors import EngineUnavailableError
+from polysql.registry import parse_url
+from polysql_testkit import snowflake_emulator
+
+NAME = "snowflake"
+URL_ENV = "POLYSQL_SNOWFLAKE_URL"
+# Sleeps 600 s on the emulator (DuckDB's pg_sleep, passed through by fakesnow). A sleep rather than
+# a heavy query: should a cancel ever not reach it, it holds no CPU while it runs out.
+SLOW_QUERY = "SELECT pg_sleep(600)"
+
+
+class ServerUnavailable(Exception):
+    """The Snowflake server (or its emulator) cannot be reached; the message says why."""
+
+
+def base_url() -> URL:
+    """The server URL (no database), starting the shared emulator if none is configured."""
+    configured = os.environ.get(URL_ENV)
+    if configured:
+        return make_url(configured)
+    try:
+        return make_url(snowflake_emulator.shared_url())
+    except snowflake_emulator.EmulatorUnavailable as exc:
+        raise ServerUnavailable(f"fakesnow emulator unavailable: {exc}") from exc
+
+
+def database_name(tag: str) -> str:
+    return f"POLYSQL_CONFORMANCE_{tag.upper()}"
+
+
+def schema_url(tag: str, schema: str = "PUBLIC") -> URL:
+    return base_url().set(database=f"{database_name(tag)}/{schema}")
+
+
+def _backend_class() -> type[Backend]:
+    try:
+        from polysql.backends.snowflake import SnowflakeBackend
+    except ImportError as exc:  # the snowflake extra is not installed
+        raise ServerUnavailable(f"snowflake-connector-python is not installed: {exc}") from exc
+    return SnowflakeBackend
+
+
+def provision(sqlite_path: Path, tag: str) -> Backend:
+    """Load ``sqlite_path`` into the tag's database (replacing any earlier copy) and return an
+    evaluation backend on it."""
+    backend = _backend_class()
+    from polysql.registry import connect
+
+    url = schema_url(tag)
+    try:
+        with connect(f"sqlite:///{Path(sqlite_path).resolve()}") as source, \
+                backend.connect(url, read_only=False) as target:
+            target.load(source, replace=True)
+        return backend.connect(url)
+    except EngineUnavailableError as exc:
+        raise ServerUnavailable(str(exc)) from exc
+
+
+def drop_database(url: URL | str, database: str) -> None:
+    """Drop ``database`` on the server ``url`` points to (nothing to do if it does not exist)."""
+    backend = _backend_class()
+    admin = backend.connect(parse_url(url), read_only=False)
+    try:
+        result = admin.execute(f'DROP DATABASE IF EXISTS "{database}"')
+        if result.error is not None and result.error.kind == "unavailable":
+            raise ServerUnavailable(result.error.message)
+    finally:
+        admin.close()
+
+
+def cleanup(tag: str) -> None:
+    try:
+        drop_database(base_url(), database_name(tag))
+    except EngineUnavailableError as exc:
+        raise ServerUnavailable(str(exc)) from exc

@@ -51,6 +51,9 @@ ENGINE_DIALECTS: dict[str, str] = {
     "mysql": "mysql", "mariadb": "mysql", "spark": "spark", "sc": "spark",
     "snowflake": "snowflake", "bigquery": "bigquery", "clickhouse": "clickhouse",
 }
+#: the pools shipped with polysql: rewrite_pools/<pool>/<case>
+BUNDLED_ROOT = Path(__file__).resolve().parent / "rewrite_pools"
+
 DEFAULT_TIMEOUT = 60.0
 
 CASE_FILE = "case.yaml"

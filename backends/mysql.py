@@ -48,17 +48,27 @@ _OPTIONS = ("read_only", "pool_size", "screen", "collation", "reader_host", "bac
 
 
 def evaluation_database_name(dataset: str, db_id: str) -> str:
-    """``polysql_<dataset>_<db_id>``, lower-case, ``[a-z0-9_]`` only, at most 64 characters.
+    """``polysql_<dataset>_<db_id>``, lower-case, ``[a-z0-9_]`` only, at most 64 characters even
+    with its underscores escaped (as the reader's GRANT names it).
 
     When making the name safe changed it (case, characters) or it had to be shortened, a hash of
     the original text is appended so distinct databases never share a name.
     """
     wanted = f"polysql_{dataset}_{db_id}"
     safe = _UNSAFE.sub("_", wanted.lower()).strip("_")
-    if safe == wanted and len(safe) <= MAX_DATABASE_NAME:
+    if safe == wanted and _granted_length(safe) <= MAX_DATABASE_NAME:
         return safe
     digest = hashlib.sha256(wanted.encode("utf-8")).hexdigest()[:_HASH_DIGITS]
-    return f"{safe[:MAX_DATABASE_NAME - _HASH_DIGITS - 1].rstrip('_')}_{digest}"
+    stem = safe[:MAX_DATABASE_NAME - _HASH_DIGITS - 1]
+    while _granted_length(f"{stem.rstrip('_')}_{digest}") > MAX_DATABASE_NAME:
+        stem = stem[:-1]
+    return f"{stem.rstrip('_')}_{digest}"
+
+
+def _granted_length(name: str) -> int:
+    """The name's length as a database-level GRANT spells it: every ``_`` escaped as ``\\_``
+    (the server applies its 64-character limit to that form)."""
+    return len(name) + name.count("_")
 
 
 EVALUATION_SESSION = "SET SESSION div_precision_increment = 30"

@@ -1,0 +1,6 @@
+-- Support search: the orders of customer42@example.com, and three orders by tracking code.
+SELECT o.id AS order_id, c.id AS customer_id, c.email, o.tracking_code, o.amount
+FROM orders AS o
+JOIN customers AS c ON c.id = o.customer_id
+WHERE c.email = 'customer42@example.com'
+   OR o.tracking_code IN ('TRK-0004839', 'TRK-0000041', 'TRK-0017000')

@@ -1,0 +1,6 @@
+-- Customers with at least one order over 100.
+SELECT DISTINCT c.id, c.name, c.region
+FROM customers AS c
+JOIN orders AS o ON o.customer_id = c.id
+WHERE o.amount > 100
+ORDER BY c.id

@@ -1,0 +1,4 @@
+SELECT c.id, c.name, c.region
+FROM customers AS c
+WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o.customer_id = c.id AND o.amount > 100)
+ORDER BY c.id

@@ -1,0 +1,8 @@
+SELECT account_id,
+       day,
+       amount,
+       sum(amount) OVER (
+           PARTITION BY account_id ORDER BY day ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+       ) AS balance
+FROM ledger
+ORDER BY account_id, day

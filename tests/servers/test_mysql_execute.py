@@ -126,7 +126,8 @@ def test_evaluation_url_names_a_safe_database(tmp_path: Path) -> None:
     assert odd.startswith("polysql_bird_dev_student_club_") and len(odd) <= 64
     assert odd != evaluation_database_name("bird_dev", "student_club")
     long_one = evaluation_database_name("ds", "x" * 200)
-    assert len(long_one) == 64
+    # as long as it may be: 64 characters once the GRANT escapes its underscores
+    assert len(long_one) + long_one.count("_") == 64
     assert long_one != evaluation_database_name("ds", "x" * 199)
 
 

@@ -98,6 +98,7 @@ ENGINES: dict[str, EngineEntry] = {
     "duckdb": EngineEntry(_file_engine("duckdb", ".duckdb"), scratch_url=lambda: "duckdb://"),
     "postgres": _server_engine("postgres"),
     "mysql": _server_engine("mysql"),
+    "spark": _server_engine("spark"),
     "snowflake": _server_engine("snowflake"),
     "bigquery": _server_engine("bigquery"),
     "clickhouse": _server_engine("clickhouse"),

@@ -159,6 +159,8 @@ class BigQueryBackend(Backend):
                            maximum_bytes_billed=self.target.maximum_bytes_billed,
                            engine=self.name, stats=stats)
         self._remember(stats)
+        result.stats = {k: v for k, v in stats.to_dict().items()
+                        if k in ("bytes_processed", "bytes_billed", "cache_hit", "job_id")}
         return result
 
     def _remember(self, stats: QueryStats) -> None:

@@ -47,6 +47,8 @@ class ExecutionCache:
         except Exception:  # an unreadable entry is a miss; it will be overwritten
             self.misses += 1
             return None
+        if not hasattr(result, "stats"):  # written before results carried engine stats
+            result.stats = {}
         self.hits += 1
         return result
 

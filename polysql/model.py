@@ -45,6 +45,8 @@ class Result:
     truncated: bool = False
     error: ExecError | None = None
     engine: str | None = None
+    # what the engine reports about the run beyond rows, e.g. BigQuery's bytes processed
+    stats: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

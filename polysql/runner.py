@@ -503,6 +503,7 @@ def _result_summary(result: Result | None) -> dict[str, Any] | None:
         "truncated": result.truncated,
         "elapsed": round(result.elapsed, 6),
         "error": result.error.to_dict() if result.error else None,
+        **({"stats": result.stats} if result.stats else {}),
     }
 
 

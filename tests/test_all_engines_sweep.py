@@ -54,6 +54,8 @@ def test_demo_sweep_on_every_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         emulated = record["engine"].endswith("-emulated")
         assert record["emulated"] is emulated
         assert ("emulated" in record["engine_version"]) is emulated, record["engine_version"]
+        if record["engine"] == "bigquery-emulated" and record["status"] in ("match", "mismatch"):
+            assert "bytes_processed" in record["pred"]["stats"]  # BigQuery's cost is recorded
     statuses = Counter((r["engine"], r["status"]) for r in records)
     assert statuses[("sqlite", "match")] == len(questions)  # the gold is written for SQLite
     for engine in engines - {"sqlite"}:

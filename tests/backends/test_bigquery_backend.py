@@ -272,6 +272,9 @@ def test_results_carry_values_and_types(datasets: Callable[..., URL],
         assert sorted(result.rows, key=repr) == _expected_everything()
         assert backend.last_stats["job_id"]
         assert backend.last_bytes_processed is not None
+        # results carry the job's statistics, so sweep records keep the bytes processed
+        assert result.stats["bytes_processed"] == backend.last_bytes_processed
+        assert result.stats["job_id"] == backend.last_stats["job_id"]
         tables = {t.name: t for t in backend.tables()}
         assert tables["Everything"].primary_key == ("Id",)
         assert tables["order items"].row_count == 3

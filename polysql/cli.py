@@ -671,5 +671,15 @@ def datasets_cmd() -> None:
     stdout.print(table)
 
 
+def _register_subgroups() -> None:
+    """Command groups that live in modules of their own."""
+    from polysql.cli_debug import debug_group
+
+    main.add_command(debug_group)
+
+
+_register_subgroups()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -674,8 +674,10 @@ def datasets_cmd() -> None:
 def _register_subgroups() -> None:
     """Command groups that live in modules of their own."""
     from polysql.cli_debug import debug_group
+    from polysql.cli_reward import reward_group
 
     main.add_command(debug_group)
+    main.add_command(reward_group)
 
 
 _register_subgroups()

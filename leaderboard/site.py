@@ -7,6 +7,7 @@ relative, so the folder works opened from disk (file://) as well as from any sta
 Pages: ``index.html`` (models x engines, filter by dataset, sortable), ``models/<slug>.html``
 (one per predictor), ``significance.html`` (McNemar/Holm and difficulty tiers), plus the table as
 ``leaderboard.csv`` and ``leaderboard.json``.
+With rewrite ledgers, ``rewrite.html`` (see :mod:`polysql.leaderboard.site_rewrite`) joins them.
 """
 
 from __future__ import annotations
@@ -166,9 +167,11 @@ def _csv(document: dict[str, Any]) -> str:
 
 # --- pages ----------------------------------------------------------------------------------------
 
-def _page(title: str, body: str, root: str, *, script: str = "") -> str:
+def _page(title: str, body: str, root: str, *, script: str = "", rewrite: bool = False) -> str:
+    """A page of the site; ``rewrite`` adds the link to the rewriting page to the navigation."""
+    rewriting = f'<a href="{root}rewrite.html">Rewriting</a>' if rewrite else ""
     nav = (f'<nav class="top"><a href="{root}index.html">Leaderboard</a>'
-           f'<a href="{root}significance.html">Significance</a>'
+           f'<a href="{root}significance.html">Significance</a>{rewriting}'
            f'<a href="{root}leaderboard.csv">CSV</a><a href="{root}leaderboard.json">JSON</a></nav>')
     return (
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -192,7 +195,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: 
             f"<tbody>\n{body}</tbody></table></div>")
 
 
-def _index_page(document: dict[str, Any], findings: Findings) -> str:
+def _index_page(document: dict[str, Any], findings: Findings, *, rewrite: bool = False) -> str:
     reference = document["reference"]
     drop = (f"Below each accuracy: the difference to <strong>{_e(reference)}</strong> on the "
             "questions both engines evaluated for that model (negative = drop; hover for its "
@@ -226,11 +229,11 @@ tests and difficulty tiers</a></p>
     script = (f'<script type="application/json" id="leaderboard-data">'
               f"{_json_for_script(document)}</script>\n"
               '<script src="assets/leaderboard.js"></script>\n')
-    return _page("Leaderboard", body, "", script=script)
+    return _page("Leaderboard", body, "", script=script, rewrite=rewrite)
 
 
 def _model_page(model: str, outcomes: Outcomes, findings: Findings,
-                bundles: Sequence[Bundle], names: Sequence[str]) -> str:
+                bundles: Sequence[Bundle], names: Sequence[str], *, rewrite: bool = False) -> str:
     statuses = Counter((r["dataset"], r["engine"], r["status"])
                        for r in outcomes.records if r["predictor"] == model)
     versions: dict[str, set[str]] = defaultdict(set)
@@ -280,11 +283,11 @@ def _model_page(model: str, outcomes: Outcomes, findings: Findings,
         for name, value in settings:
             parts.append(f"<h3>{_e(name)}</h3><pre>"
                          f"{_e(json.dumps(value, indent=2, sort_keys=True))}</pre>")
-    return _page(model, "\n".join(parts), "../")
+    return _page(model, "\n".join(parts), "../", rewrite=rewrite)
 
 
 def _significance_page(findings: Findings, figures: dict[str, Path | None],
-                       tier_png: Path | None) -> str:
+                       tier_png: Path | None, *, rewrite: bool = False) -> str:
     alpha = findings.settings.alpha
     parts = ["<h1>Significance and difficulty tiers</h1>",
              f'<p class="note">McNemar\'s exact test on the questions both engines evaluated, '
@@ -316,7 +319,7 @@ def _significance_page(findings: Findings, figures: dict[str, Path | None],
                              "Significant"], rows, numeric_from=2))
     if not findings.scopes():
         parts.append("<p>No engine pairs to test.</p>")
-    return _page("Significance", "\n".join(parts), "")
+    return _page("Significance", "\n".join(parts), "", rewrite=rewrite)
 
 
 # --- build and serve ------------------------------------------------------------------------------
@@ -332,14 +335,25 @@ def _png(paths: list[Path]) -> Path | None:
 
 
 def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
-               settings: Settings | None = None) -> list[Path]:
+               settings: Settings | None = None,
+               rewrite_ledgers: Sequence[Path] = ()) -> list[Path]:
     """Write the static site for ``bundles`` into ``out_dir``; returns every file written.
 
     Records of all bundles are merged (a later ``recorded_at`` wins where two hold the same
     outcome). Files of an earlier build that this one does not write are left in place.
+    ``rewrite_ledgers`` (``ledger.json`` files of rewrite runs) add ``rewrite.html`` and its
+    downloads, linked from every page.
     """
     if not bundles:
         raise ConfigError("no bundle given: the leaderboard needs at least one submission")
+    rewrite_outcomes = None
+    if rewrite_ledgers:
+        # imported here: site_rewrite draws its page with this module's helpers
+        from polysql.leaderboard.site_rewrite import load_rewrite_ledgers, write_rewrite_page
+
+        # loaded first: a bad ledger is refused before any file is written
+        rewrite_outcomes = load_rewrite_ledgers(rewrite_ledgers)
+    rewrite = rewrite_outcomes is not None
     settings = settings or Settings()
     names = _run_names(bundles)
     outcomes = merge_records([(name, b.records) for name, b in zip(names, bundles, strict=True)])
@@ -357,10 +371,10 @@ def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
     _write(out_dir / "leaderboard.json",
            json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n", written)
     _write(out_dir / "leaderboard.csv", _csv(document), written)
-    _write(out_dir / "index.html", _index_page(document, findings), written)
+    _write(out_dir / "index.html", _index_page(document, findings, rewrite=rewrite), written)
     for model, slug in slugs.items():
         _write(out_dir / "models" / f"{slug}.html",
-               _model_page(model, outcomes, findings, bundles, names), written)
+               _model_page(model, outcomes, findings, bundles, names, rewrite=rewrite), written)
 
     figures_dir = out_dir / "figures"
     mcnemar_png: dict[str, Path | None] = {}
@@ -371,7 +385,9 @@ def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
     tier_paths = tier_figure(findings, figures_dir)
     written.extend(tier_paths)
     _write(out_dir / "significance.html",
-           _significance_page(findings, mcnemar_png, _png(tier_paths)), written)
+           _significance_page(findings, mcnemar_png, _png(tier_paths), rewrite=rewrite), written)
+    if rewrite_outcomes is not None:
+        written.extend(write_rewrite_page(rewrite_outcomes, out_dir))
     return written
 
 

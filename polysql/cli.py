@@ -363,7 +363,10 @@ def leaderboard_validate(bundles: tuple[Path, ...], no_dataset_check: bool) -> N
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
               help="Folder for the static site.")
 @click.option("--no-dataset-check", is_flag=True, help="Do not load datasets to check fingerprints.")
-def leaderboard_build(bundles: tuple[Path, ...], out: Path, no_dataset_check: bool) -> None:
+@click.option("--rewrite-ledger", "rewrite_ledgers", multiple=True, type=click.Path(path_type=Path),
+              help="ledger.json of `polysql rewrite run` to show on a Rewriting page (repeatable).")
+def leaderboard_build(bundles: tuple[Path, ...], out: Path, no_dataset_check: bool,
+                      rewrite_ledgers: tuple[Path, ...]) -> None:
     """Validate the bundles and write the static leaderboard site (works from file://)."""
     from polysql.leaderboard.bundle import is_valid, read_bundle, validate_bundle
     from polysql.leaderboard.site import build_site
@@ -377,7 +380,7 @@ def leaderboard_build(bundles: tuple[Path, ...], out: Path, no_dataset_check: bo
             raise DatasetError(f"bundle {path} is invalid, so no site was built: {listing} "
                                "(see `polysql leaderboard validate`)")
         loaded.append(bundle)
-    paths = build_site(loaded, out)
+    paths = build_site(loaded, out, rewrite_ledgers=list(rewrite_ledgers))
     console.print(f"wrote {len(paths)} files to {escape(str(out))}; open {escape(str(out / 'index.html'))} "
                   "or run `polysql leaderboard serve`")
 

@@ -62,3 +62,22 @@ def test_an_unfinished_sweep_is_not_packed(tmp_path: Path, monkeypatch: pytest.M
 def test_serve_needs_a_built_site(tmp_path: Path) -> None:
     code, output = _run("leaderboard", "serve", str(tmp_path))
     assert code == EXIT_CONFIG and "leaderboard build" in output
+
+
+def test_build_shows_rewrite_results_from_a_ledger(bundle: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+    cases = tmp_path / "cases"
+    code, output = _run("rewrite", "new-case", "tiny", "--engine", "duckdb", "--pool", "scratch",
+                        "--root", str(cases))
+    assert code == 0, output
+    code, output = _run("rewrite", "run", "--cases", str(cases), "--runs", "1", "-m", "identity",
+                        "-m", "sqlglot-optimize", "--out", str(tmp_path / "rw"))
+    assert code == 0, output
+    site = tmp_path / "site"
+    code, output = _run("leaderboard", "build", str(bundle), "--out", str(site),
+                        "--rewrite-ledger", str(tmp_path / "rw" / "ledger.json"))
+    assert code == 0, output
+    page = (site / "rewrite.html").read_text()
+    assert "identity" in page and "sqlglot-optimize" in page
+    assert 'href="rewrite.html"' in (site / "index.html").read_text()

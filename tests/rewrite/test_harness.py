@@ -10,16 +10,15 @@ own key as the input, its predicate applied directly as the reference.
 from __future__ import annotations
 
 import math
-import os
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import URL
+from polysql_testkit.rewrite_engines import Engine, make_engine
 
 from polysql.analysis.rewrite_cgoq import (
     CgoqParams,
@@ -30,7 +29,6 @@ from polysql.analysis.rewrite_cgoq import (
 from polysql.analysis.rewrite_databases import (
     EvaluationDatabase,
     open_database,
-    resolve_engine_url,
 )
 from polysql.analysis.rewrite_harness import (
     blinded,
@@ -49,7 +47,7 @@ from polysql.analysis.rewrite_timing import TimedRun, TimingError, measured_orde
 from polysql.datasets.rewrite_cases import Contract, RewriteCase, load_case, scaffold_case
 from polysql.errors import DatasetError
 from polysql.model import Result
-from polysql.registry import backend_class, connect
+from polysql.registry import connect
 
 ENGINES = ("duckdb", "sqlite", "postgres", "mysql")
 REFERENCE = "SELECT name, price\nFROM items\nWHERE price > 1\nORDER BY name\n"
@@ -59,70 +57,11 @@ REFORMATTED_INPUT = ("select name, price from items  -- the items\n"
                      "where id in (select id from items where price > 1) order by name")
 
 
-@dataclass
-class Engine:
-    """One engine for the module: where its cases are built and how to remove what was made."""
-
-    name: str
-    cache_dir: Path
-    pool: str
-    overrides: dict[str, str] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    admin_url: URL | None = None
-    made: set[str] = field(default_factory=set)
-
-    def case(self, root: Path, case_id: str) -> RewriteCase:
-        return load_case(scaffold_case(root, case_id, engine=self.name, pool=self.pool))
-
-    def note(self, case: RewriteCase) -> None:
-        base = resolve_engine_url(case.engine, self.overrides)
-        target = backend_class(base).evaluation_url(
-            base, dataset=f"rewrite-{case.pool}", db_id=case.id, cache_dir=self.cache_dir)
-        if self.admin_url is not None and target.database:
-            self.made.add(target.database)
-
-    def open(self, case: RewriteCase) -> EvaluationDatabase:
-        self.note(case)
-        return open_database(case, engines=self.overrides, cache_dir=self.cache_dir,
-                             connect_options=self.options)
-
-    def cleanup(self) -> None:
-        if self.name == "postgres":
-            from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
-
-            assert self.admin_url is not None
-            for name in self.made:
-                drop_evaluation_database(self.admin_url, name)
-            drop_reader(self.admin_url, self.options["reader_role"])
-        elif self.name == "mysql":
-            from polysql.backends.mysql import MySQLBackend
-
-            assert self.admin_url is not None
-            for name in self.made:
-                MySQLBackend.drop(self.admin_url.set(database=name))
-
-
-def _engine(name: str, cache_dir: Path) -> Engine:
-    pool = f"h{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    if name == "postgres":
-        from polysql_testkit import pg_fixtures
-
-        url = pg_fixtures.server_url()
-        return Engine(name, cache_dir, pool, {"postgres": url.render_as_string(False)},
-                      {"reader_role": pg_fixtures.unique("polysql_reader_rh")}, url)
-    if name == "mysql":
-        from polysql_testkit import mysql_fixtures
-
-        url = mysql_fixtures.server_url()
-        return Engine(name, cache_dir, pool, {"mysql": url.render_as_string(False)}, {}, url)
-    return Engine(name, cache_dir, pool)
-
-
 @pytest.fixture(scope="module", params=[pytest.param(n, marks=getattr(pytest.mark, n), id=n)
                                         for n in ENGINES])
 def engine(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    made = _engine(request.param, tmp_path_factory.mktemp("cache"))
+    made = make_engine(request.param, tmp_path_factory.mktemp("cache"), "h")
     try:
         yield made
     finally:

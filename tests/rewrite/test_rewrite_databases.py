@@ -7,18 +7,15 @@ POLYSQL_REQUIRE lists them). Each server database made here is dropped afterward
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from sqlalchemy.engine import URL
+from polysql_testkit.rewrite_engines import Engine, make_engine
 
 from polysql.analysis import rewrite_databases
 from polysql.analysis.rewrite_databases import (
@@ -31,9 +28,8 @@ from polysql.analysis.rewrite_databases import (
     setup_runners,
     setup_schema,
 )
-from polysql.datasets.rewrite_cases import RewriteCase, load_case, scaffold_case
+from polysql.datasets.rewrite_cases import load_case, scaffold_case
 from polysql.errors import ConfigError, LoadError
-from polysql.registry import backend_class
 
 ENGINES = ("duckdb", "sqlite", "postgres", "mysql")
 # The scaffolded case's rows, written out independently of its setup script.
@@ -41,68 +37,11 @@ SCAFFOLD_ROWS = [(1, "apple", Decimal("1.50")), (2, "banana", Decimal("0.25")),
                  (3, "cherry", Decimal("4.00"))]
 
 
-@dataclass
-class Engine:
-    """One engine for the module: where its cases are built and how to remove what was made."""
-
-    name: str
-    cache_dir: Path
-    pool: str
-    overrides: dict[str, str] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    admin_url: URL | None = None
-    made: set[str] = field(default_factory=set)
-
-    def case(self, root: Path, case_id: str) -> RewriteCase:
-        return load_case(scaffold_case(root, case_id, engine=self.name, pool=self.pool))
-
-    def open(self, case: RewriteCase) -> EvaluationDatabase:
-        # Noted before building, so a build that fails half-way is cleaned up too
-        base = resolve_engine_url(case.engine, self.overrides)
-        target = backend_class(base).evaluation_url(
-            base, dataset=f"rewrite-{case.pool}", db_id=case.id, cache_dir=self.cache_dir)
-        if self.admin_url is not None and target.database:
-            self.made.add(target.database)
-        return open_database(case, engines=self.overrides, cache_dir=self.cache_dir,
-                             connect_options=self.options)
-
-    def cleanup(self) -> None:
-        if self.name == "postgres":
-            from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
-
-            assert self.admin_url is not None
-            for name in self.made:
-                drop_evaluation_database(self.admin_url, name)
-            drop_reader(self.admin_url, self.options["reader_role"])
-        elif self.name == "mysql":
-            from polysql.backends.mysql import MySQLBackend
-
-            assert self.admin_url is not None
-            for name in self.made:
-                MySQLBackend.drop(self.admin_url.set(database=name))
-
-
-def _engine(name: str, cache_dir: Path) -> Engine:
-    pool = f"t{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    if name == "postgres":
-        from polysql_testkit import pg_fixtures
-
-        url = pg_fixtures.server_url()
-        return Engine(name, cache_dir, pool, {"postgres": url.render_as_string(False)},
-                      {"reader_role": pg_fixtures.unique("polysql_reader_rw")}, url)
-    if name == "mysql":
-        from polysql_testkit import mysql_fixtures
-
-        url = mysql_fixtures.server_url()
-        return Engine(name, cache_dir, pool, {"mysql": url.render_as_string(False)}, {}, url)
-    return Engine(name, cache_dir, pool)
-
-
 @pytest.fixture(scope="module", params=[pytest.param(n, marks=getattr(pytest.mark, n), id=n)
                                         for n in ENGINES])
 def engine(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    made = _engine(request.param, tmp_path_factory.mktemp("cache"))
+    made = make_engine(request.param, tmp_path_factory.mktemp("cache"), "w")
     try:
         yield made
     finally:

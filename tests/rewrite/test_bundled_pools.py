@@ -2,18 +2,21 @@
 declared engine, in a fresh scratch database built from its schema/setup.sql, the input and every
 reference rewrite return consistent results under the case's contract.
 
-Each engine is driven through its native driver (duckdb, psycopg, PyMySQL) and results are
-compared twice: with ``polysql.compare`` under the case's contract, and with a plain row-by-row
+Each engine is driven through its native driver (duckdb, psycopg, PyMySQL, pyspark) and results
+are compared twice: with ``polysql.compare`` under the case's contract, and with a plain row-by-row
 check written here, which is stricter (same values of the same Python types, as a multiset, or in
 exact order where the input orders its rows, whose ORDER BY keys are unique in every bundled case)
 so a lenient comparison rule cannot hide a wrong reference. PostgreSQL and MariaDB/MySQL
-are the local servers of tests/_lib/polysql_testkit; when one is unreachable its cases skip,
-unless POLYSQL_REQUIRE names the engine.
+are the local servers of tests/_lib/polysql_testkit, Spark an embedded session in this process;
+when one is unreachable its cases skip, unless POLYSQL_REQUIRE names the engine.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import tempfile
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from decimal import Decimal
@@ -36,9 +39,11 @@ POOLS: dict[str, tuple[str, str]] = {
     "postgres-core": ("postgres", "postgres"),
     "mysql-core": ("mysql", "mysql"),
     "duckdb-core": ("duckdb", "duckdb"),
+    "spark-core": ("spark", "spark"),
 }
 MIN_CASES_PER_POOL = 8
-ENGINES = ("duckdb", "postgres", "mysql")  # the engines this test builds scratch databases on
+# the engines this test builds scratch databases on
+ENGINES = ("duckdb", "postgres", "mysql", "spark")
 PROVENANCE = {"author": "polysql maintainers", "source": "authored", "license": "MIT",
               "created": "2026-12-03"}
 
@@ -285,8 +290,48 @@ def _mysql_scratch(case: RewriteCase) -> Iterator[Runner]:
         admin.close()
 
 
+@cache
+def _spark_warehouse() -> Path:
+    """One folder for the process: the Spark driver keeps its scratch space under the first
+    warehouse it is started with, so that folder must outlive every case."""
+    return Path(tempfile.mkdtemp(prefix="polysql-rewrite-pool-spark-"))
+
+
+@contextmanager
+def _spark_scratch(case: RewriteCase) -> Iterator[Runner]:
+    """A fresh database in the process's embedded Spark session, dropped (with its tables'
+    files) on exit."""
+    from polysql.backends.spark import SparkBackend
+    from polysql.errors import EngineUnavailableError
+
+    warehouse = _spark_warehouse()
+    try:
+        backend = SparkBackend.connect(f"spark://local[2]/?warehouse={warehouse}",
+                                       read_only=False)
+    except (ImportError, EngineUnavailableError) as exc:
+        reason = f"no embedded Spark session: {exc}"
+        if "spark" in os.environ.get("POLYSQL_REQUIRE", "").split(","):
+            pytest.fail(f"{reason} (POLYSQL_REQUIRE lists spark)", pytrace=False)
+        pytest.skip(reason)
+    session = backend.session
+    name = f"polysql_rewrite_pool_{uuid.uuid4().hex[:12]}"
+    session.sql(f"CREATE DATABASE {name} LOCATION '{warehouse / name}.db'")
+    try:
+        session.catalog.setCurrentDatabase(name)
+
+        def run(sql: str) -> polysql.Result:
+            frame = session.sql(sql)
+            return _result([(column,) for column in frame.columns], frame.collect())
+
+        yield run
+    finally:
+        session.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+        backend.close()
+
+
 SCRATCH: dict[str, Callable[[RewriteCase], AbstractContextManager[Runner]]] = {
     "duckdb": _duckdb_scratch, "postgres": _postgres_scratch, "mysql": _mysql_scratch,
+    "spark": _spark_scratch,
 }
 
 

@@ -1,9 +1,9 @@
 """The spark-core rewrite pool on an embedded Spark session, and the Spark setup-script runner
 that builds its databases.
 
-Every spark-core case is built from its schema/setup.sql into a Parquet + manifest database of
-the warehouse, opened read-only, and certified in reference-pair mode; opening it again skips
-the build. The runner itself is checked on a scaffolded case: it builds once per script text,
+Every spark-core case builds from its schema/setup.sql into a Parquet + manifest database of the
+warehouse (its certification runs with the other pools in test_bundled_certification.py). The
+runner itself is checked on a scaffolded case: it builds once per script text,
 rebuilds when the text changes, keeps the script's views, and refuses statements that would
 reach files or other databases. Spark runs in this process (``spark://local[2]``); without
 pyspark or a Java runtime the tests skip, unless POLYSQL_REQUIRE lists spark.

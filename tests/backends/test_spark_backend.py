@@ -594,6 +594,9 @@ def connect_url(spark_backend_class: type,
                         f"{folder / 'server.log'}")
         yield f"sc://127.0.0.1:{port}"
     finally:
+        # pyspark marks the whole process Connect-only once a remote session starts; later
+        # tests use the embedded driver (one process mixing both is a known pyspark limit)
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
         process.terminate()
         try:
             process.wait(timeout=30)

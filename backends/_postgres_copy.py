@@ -21,25 +21,12 @@ from polysql.backends._postgres_types import check_identifier, copy_type, physic
 from polysql.backends._prefetch import prefetched
 from polysql.errors import LoadError
 from polysql.naming import NameMode, convert, convert_all
-from polysql.schema import Coercion, Column, ForeignKey, Index, Table
+from polysql.schema import Coercion, Column, ForeignKey, Index, Table, TablePlan
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
 _NUL = "\x00"
-
-
-@dataclass(slots=True)
-class TablePlan:
-    """One source table and the names it gets in PostgreSQL."""
-
-    source: Table
-    name: str
-    columns: dict[str, str]  # source column name -> target column name
-    indexes: list[Index] = field(default_factory=list)  # under target names
-
-    def target_columns(self) -> list[str]:
-        return [self.columns[c.name] for c in self.source.columns]
 
 
 @dataclass(slots=True)

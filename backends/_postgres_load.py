@@ -27,7 +27,6 @@ from polysql.backends._postgres_conn import (
     open_connection,
 )
 from polysql.backends._postgres_copy import (
-    TablePlan,
     add_indexes,
     add_keys,
     copy_tables,
@@ -37,7 +36,7 @@ from polysql.backends._postgres_meta import MetaStore, create_database, database
 from polysql.backends._postgres_types import check_identifier
 from polysql.errors import LoadError
 from polysql.naming import check_mode
-from polysql.schema import Coercion, LoadReport
+from polysql.schema import Coercion, LoadReport, rename_coercions
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
@@ -81,20 +80,6 @@ def _foreign_content(conn: psycopg.Connection) -> bool:
     return bool(row and row[0])
 
 
-def _rename_coercions(coercions: list[Coercion], plans: list[TablePlan]) -> list[Coercion]:
-    """Source coercions under the names the columns have in PostgreSQL."""
-    by_source = {plan.source.name: plan for plan in plans}
-    renamed = []
-    for c in coercions:
-        plan = by_source.get(c.table)
-        if plan is None:
-            renamed.append(c)
-            continue
-        renamed.append(Coercion(plan.name, plan.columns.get(c.column, c.column), c.message,
-                                c.count))
-    return renamed
-
-
 def _swap_in(conn: psycopg.Connection, staging: str, database: str, reader: str) -> None:
     """Make ``staging`` the evaluation schema, readable by ``reader`` only (inside the load's
     transaction, so the swap is atomic)."""
@@ -131,7 +116,7 @@ def _build(conn: psycopg.Connection, source: Backend, *, database: str, reader: 
                                                           sql.Identifier(plan.name)))
         _swap_in(conn, staging, database, reader)
     report.tables = copied.counts
-    report.coercions = (_rename_coercions(source_coercions(source), plans)
+    report.coercions = (rename_coercions(source_coercions(source), plans)
                         + copied.coercions + key_coercions)
     return report
 

@@ -38,7 +38,7 @@ from polysql.backends._snowflake_types import (
 )
 from polysql.errors import LoadError
 from polysql.naming import NameMode, convert, convert_all
-from polysql.schema import Column, Index, Table
+from polysql.schema import Column, Index, Table, TablePlan
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
@@ -68,19 +68,6 @@ class Session:
             return list(cursor.fetchall()) if cursor.description else []
         finally:
             cursor.close()
-
-
-@dataclass(slots=True)
-class TablePlan:
-    """One source table and the names it gets in Snowflake."""
-
-    source: Table
-    name: str
-    columns: dict[str, str]  # source column name -> target column name
-    indexes: list[Index] = field(default_factory=list)  # under target names
-
-    def target_columns(self) -> list[str]:
-        return [self.columns[c.name] for c in self.source.columns]
 
 
 @dataclass(slots=True)

@@ -34,7 +34,7 @@ from polysql.backends._snowflake_keys import declare_keys
 from polysql.backends._snowflake_types import check_identifier, qualified, quote_ident
 from polysql.errors import LoadError
 from polysql.naming import check_mode
-from polysql.schema import Coercion, LoadReport
+from polysql.schema import Coercion, LoadReport, rename_coercions
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
@@ -131,13 +131,6 @@ def _skipped(meta: _Meta, session: Session, database: str, schema: str, fingerpr
         tables=dict(saved.get("tables", {})),
         coercions=[Coercion(**c) for c in saved.get("coercions", [])],
         bulk=dict(saved.get("bulk", {})), publish=str(saved.get("publish", "")))
-
-
-def _rename_coercions(coercions: list[Coercion], plans: list[TablePlan]) -> list[Coercion]:
-    """Source coercions under the names the columns have in Snowflake."""
-    by_source = {plan.source.name: plan for plan in plans}
-    return [Coercion(by_source[c.table].name, by_source[c.table].columns.get(c.column, c.column),
-                     c.message, c.count) if c.table in by_source else c for c in coercions]
 
 
 def _grant_reader(session: Session, database: str, schema: str, reader: str) -> None:
@@ -259,7 +252,7 @@ def load_into_snowflake(target: SnowflakeBackend, source: Backend, *, fingerprin
         report = SnowflakeLoadReport(
             source=origin, target=destination, fingerprint=fingerprint,
             tables={name: f.rows for name, f in built.filled.items()},
-            coercions=_rename_coercions(source_coercions(source), plans) + built.key_notes,
+            coercions=rename_coercions(source_coercions(source), plans) + built.key_notes,
             elapsed=time.perf_counter() - started,
             bulk={name: f.path for name, f in built.filled.items()}, publish=publish)
         meta.write(fingerprint=fingerprint, reader=reader,

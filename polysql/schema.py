@@ -86,3 +86,23 @@ class LoadReport:
     tables: dict[str, int] = field(default_factory=dict)  # table name -> rows loaded
     coercions: list[Coercion] = field(default_factory=list)
     elapsed: float = 0.0
+
+
+@dataclass(slots=True)
+class TablePlan:
+    """One source table and the names it gets in a target engine."""
+
+    source: Table
+    name: str
+    columns: dict[str, str]  # source column name -> target column name
+    indexes: list[Index] = field(default_factory=list)  # under target names
+
+    def target_columns(self) -> list[str]:
+        return [self.columns[c.name] for c in self.source.columns]
+
+
+def rename_coercions(coercions: list[Coercion], plans: list[TablePlan]) -> list[Coercion]:
+    """Source coercions under the names their tables and columns have in the target."""
+    by_source = {plan.source.name: plan for plan in plans}
+    return [Coercion(by_source[c.table].name, by_source[c.table].columns.get(c.column, c.column),
+                     c.message, c.count) if c.table in by_source else c for c in coercions]

@@ -33,8 +33,7 @@ from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset
 from polysql.errors import BundleError, PolysqlError
 from polysql.leaderboard.fingerprint import dataset_fingerprint
-from polysql.runner import RUN_FILE
-from polysql.store import ResultsStore
+from polysql.store import RUN_FILE, ResultsStore
 
 FORMAT = "polysql-bundle"
 FORMAT_VERSION = 1

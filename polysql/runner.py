@@ -42,9 +42,8 @@ from polysql.predictors import EngineInfo, FilePredictor, Prediction, Predictor,
 from polysql.progress import SweepObserver
 from polysql.prompting import SchemaCatalog
 from polysql.registry import backend_class, parse_url
-from polysql.store import ResultsStore, record_key
+from polysql.store import RUN_FILE, ResultsStore, record_key
 
-RUN_FILE = "run.json"
 # Settings that change verdicts: resuming a run under different ones would mix incomparable records.
 VERDICT_SETTINGS = ("dataset", "timeout", "max_rows", "policy")
 

@@ -16,6 +16,7 @@ from polysql.errors import ResultsStoreError
 
 RecordKey = tuple[str, str, str, str]
 RESULTS_FILE = "results.jsonl"
+RUN_FILE = "run.json"  # the sweep's settings, engines and predictors, beside the results
 
 
 def record_key(record: dict[str, Any]) -> RecordKey:

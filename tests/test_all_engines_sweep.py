@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from polysql_testkit import engine_bigquery, engine_snowflake, mysql_fixtures, pg_fixtures
+from sqlalchemy.engine import URL
 
 from polysql.cli import main
 from polysql.store import ResultsStore
@@ -19,7 +21,7 @@ from polysql.store import ResultsStore
 ENGINES = "sqlite,duckdb,postgres,mysql,spark,snowflake,bigquery,clickhouse"
 
 
-def _service(name: str, url: callable) -> str:  # type: ignore[valid-type]
+def _service(name: str, url: Callable[[], URL]) -> str:
     try:
         return url().render_as_string(hide_password=False)
     except (engine_snowflake.ServerUnavailable, engine_bigquery.ServerUnavailable) as exc:

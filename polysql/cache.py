@@ -22,7 +22,10 @@ SCHEMA_VERSION = "1"
 def execution_key(*, engine: str, engine_version: str, db_fingerprint: str, sql: str,
                   timeout: float, max_rows: int) -> str:
     parts = [SCHEMA_VERSION, engine, engine_version, db_fingerprint, repr(timeout), str(max_rows), sql]
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    # surrogatepass: any Python str gets a key, even one holding a lone surrogate (which plain
+    # UTF-8 refuses); it is still one-to-one, and for valid text the bytes are plain UTF-8, so
+    # every key made before stays the same.
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 class ExecutionCache:

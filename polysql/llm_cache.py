@@ -45,7 +45,8 @@ def response_key(*, model: str, base_url: str, params: dict[str, Any],
          "messages": messages},
         sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str,
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate in a question or an answer must hash, not raise
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ResponseCache:
@@ -74,7 +75,8 @@ class ResponseCache:
         return found
 
     def put(self, key: str, response: CachedResponse) -> None:
-        value = json.dumps(asdict(response), ensure_ascii=False)
+        # ASCII escapes: SQLite cannot store a str holding a lone surrogate as text
+        value = json.dumps(asdict(response))
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, value))
             self._conn.commit()

@@ -12,18 +12,25 @@ A predictor never raises for a single question: it returns a :class:`Prediction`
 
 from __future__ import annotations
 
+import codecs
+import difflib
+import functools
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot.errors import ErrorLevel, SqlglotError
 
+from polysql.core.digest import content_digest
 from polysql.datasets.base import Question
 from polysql.errors import ConfigError, PredictionFileError
+from polysql.registry import ENGINE_ALIASES, ENTRY_POINT_GROUP, alias_names
 
 if TYPE_CHECKING:
     from polysql.predictors_llm import LLMOptions
@@ -46,6 +53,10 @@ class Prediction:
     sql: str | None
     failure: str | None = None  # e.g. "transpile_failure: ...", "missing_prediction"
     meta: dict[str, Any] = field(default_factory=dict)
+    # Set when no answer could be obtained for reasons outside the system under test (a model
+    # endpoint unreachable, timing out or failing after its retries): nothing is scored, the work
+    # stays pending and the next run asks again.
+    unavailable: str | None = None
 
 
 class Predictor(ABC):
@@ -79,6 +90,17 @@ class Predictor(ABC):
         """Configuration recorded with the run (for reproducibility)."""
         return {"name": self.name}
 
+    def input_digest(self, question: Question, engine: EngineInfo) -> str:
+        """A digest of everything this predictor's answer for (question, engine) depends on.
+
+        Records carry it; a resumed sweep re-evaluates a record whose digest changed (a fixed
+        predictions file, another sqlglot, an edited question). The default digests the
+        prediction itself, which is right for any cheap, deterministic predictor; predictors
+        whose answers are expensive (models) digest their inputs instead.
+        """
+        prediction = self.predict(question, engine)
+        return content_digest("prediction", prediction.sql, prediction.failure)
+
 
 class GoldPredictor(Predictor):
     name = "gold"
@@ -86,12 +108,20 @@ class GoldPredictor(Predictor):
     def predict(self, question: Question, engine: EngineInfo) -> Prediction:
         return Prediction(sql=question.gold_sql)
 
+    def input_digest(self, question: Question, engine: EngineInfo) -> str:
+        return content_digest("gold", question.gold_sql)
+
 
 class TranspilePredictor(Predictor):
     name = "transpile"
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "sqlglot": sqlglot.__version__}
+
+    def input_digest(self, question: Question, engine: EngineInfo) -> str:
+        # cheaper than translating again: the translation is a function of exactly these
+        return content_digest("transpile", sqlglot.__version__, question.gold_sql,
+                              question.source_dialect, engine.dialect)
 
     def predict(self, question: Question, engine: EngineInfo) -> Prediction:
         if engine.dialect == question.source_dialect:
@@ -109,6 +139,81 @@ class TranspilePredictor(Predictor):
         return Prediction(sql=statements[0])
 
 
+def text_problem(text: str) -> str | None:
+    """What makes ``text`` unwritable as UTF-8, or None when it is fine.
+
+    A Python str may hold a lone surrogate (``json.loads('"\\\\ud800"')`` makes one; so does
+    decoding bytes with ``errors="surrogateescape"``). It is not Unicode text: encoding it as
+    UTF-8, writing it to a UTF-8 file or binding it to a database driver raises. Checking costs
+    one encode, so call this wherever outside text enters a record or an engine.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}"
+    return None
+
+
+def first_text_problem(value: Any, path: str = "") -> str | None:
+    """The first :func:`text_problem` anywhere in a JSON-like value (strings, field names, nested
+    dicts and lists), saying where: ``"'meta.notes[1]' holds a lone surrogate U+DFFF at offset 0"``;
+    None when all of it can be written as UTF-8."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return f"{path!r} holds a {problem}" if problem else None
+    items: Any = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and (problem := text_problem(key)):
+            return f"the field name {key!r} holds a {problem}"
+        inner = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key
+        found = first_text_problem(item, inner)
+        if found:
+            return found
+    return None
+
+
+# Engine and dialect names polysql answers to, and which of them name the same backend.
+@functools.cache
+def _backend_of_name() -> dict[str, str]:
+    """Engine name, alias or URL scheme -> the backend serving it (its entry-point target), so
+    ``postgresql`` and ``postgres`` (or ``mariadb`` and ``mysql``) are known to be one engine
+    without importing any backend or its client library."""
+    served = {ep.name.lower(): ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    names = dict(served)
+    for alias, url in ENGINE_ALIASES.items():
+        scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
+        if scheme in served:
+            names.setdefault(alias, served[scheme])
+    return names
+
+
+@functools.cache
+def known_dialect_names() -> frozenset[str]:
+    """Every ``dialect`` a predictions line may give: polysql's engine aliases and backend
+    names, and every sqlglot dialect name (lower case)."""
+    from sqlglot.dialects import Dialect
+
+    names = {*alias_names(), *_backend_of_name(), *(d.value for d in sqlglot.Dialects), *Dialect.classes}
+    return frozenset(name.lower() for name in names if name)
+
+
+def _is_known_dialect(name: str) -> bool:
+    # an emulated engine is named "<backend>-emulated" in results
+    return name in known_dialect_names() or name.removesuffix("-emulated") in _backend_of_name()
+
+
+@functools.cache
+def _engine_keys(name: str, dialect: str) -> tuple[str, ...]:
+    """The ``dialect`` values of predictions lines that apply to an engine, most specific first:
+    its name, its sqlglot dialect, then the other names of its backend."""
+    keys = [name.lower(), dialect.lower()]
+    backends = _backend_of_name()
+    backend = backends.get(dialect.lower()) or backends.get(name.lower())
+    if backend is not None:
+        keys += sorted(other for other, target in backends.items() if target == backend)
+    return tuple(dict.fromkeys(keys))
+
+
 @dataclass(slots=True)
 class FileProblem:
     """A line of a predictions file that was skipped, with where and why."""
@@ -121,70 +226,303 @@ class FileProblem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One question's prediction from one line: its SQL, or why the line is unusable."""
+
+    line: int
+    sql: str | None
+    failure: str | None = None
+
+
+_Key = tuple[str, str | None]  # (question id, lower-case dialect or None for every engine)
+_EXAMPLES = 5  # file:line examples kept per kind of coverage problem
+
+
+@dataclass(frozen=True, slots=True)
+class FileAudit:
+    """How a predictions file covers a sweep: what it answers and what it would silently drop.
+
+    Every line holding a prediction lands in at most one of: ``unknown_questions`` (its question
+    id is not in the dataset), ``unknown_dialects`` (its dialect names nothing polysql knows),
+    ``unswept_lines`` (a known engine or dialect that this sweep does not run) -- or it applies.
+    """
+
+    path: str
+    dataset: str
+    predictions: int  # lines holding a prediction, usable or invalid_prediction
+    skipped_lines: int  # lines reported as problems (bad JSON, bad bytes, duplicates...)
+    first_problem: FileProblem | None
+    first_prediction: tuple[str, int] | None  # (question id, line)
+    unknown_questions: int
+    unknown_question_lines: tuple[FileProblem, ...]  # the first few
+    unknown_dialects: int
+    unknown_dialect_lines: tuple[FileProblem, ...]  # the first few
+    unswept_lines: int
+    unswept_dialects: tuple[str, ...]
+    selected_questions: int  # questions this sweep runs
+    selected_predictions: int  # prediction lines for one of those questions (any dialect)
+    engines: tuple[str, ...]
+    answered: int  # swept (question, engine) pairs the file gives a line for
+    pairs: int  # swept (question, engine) pairs
+
+    def warnings(self) -> list[str]:
+        """One line per coverage problem, for the sweep to print; empty when all is well."""
+        lines: list[str] = []
+        if self.unknown_questions:
+            lines.append(
+                f"{self.path}: {self.unknown_questions} prediction(s) for question ids not in dataset "
+                f"{self.dataset} are ignored: "
+                f"{_listing(self.unknown_question_lines, self.unknown_questions)}; check their 'question_id'"
+            )
+        if self.unknown_dialects:
+            lines.append(
+                f"{self.path}: {self.unknown_dialects} prediction(s) name a dialect polysql does not know "
+                f"and are ignored: {_listing(self.unknown_dialect_lines, self.unknown_dialects)}; use an "
+                f"engine name ({', '.join(alias_names())}) or a sqlglot dialect name"
+            )
+        if self.unswept_lines:
+            lines.append(
+                f"{self.path}: {self.unswept_lines} line(s) for engines not swept: "
+                f"{', '.join(self.unswept_dialects)} (add them to --engines to evaluate them)"
+            )
+        if 0 < self.answered < self.pairs:
+            lines.append(
+                f"{self.path}: answers {self.answered} of the {self.pairs} (question, engine) pairs of this "
+                f"sweep; the other {self.pairs - self.answered} are recorded as missing_prediction"
+            )
+        return lines
+
+    def require_match(self) -> None:
+        """Raise PredictionFileError when the file answers none of the swept (question, engine)
+        pairs: a sweep of it would only record missing_prediction, which is never what was meant."""
+        if self.answered or not self.pairs:
+            return
+        if not self.predictions or self.first_prediction is None:
+            first = f" (first: {self.first_problem})" if self.first_problem else ""
+            raise PredictionFileError(
+                f"{self.path}: none of its {self.skipped_lines} line(s) holds a usable prediction{first}; "
+                'write one JSON object per line: {"question_id": ..., "dialect": ..., "sql": ...}'
+            )
+        qid, line = self.first_prediction
+        if self.unknown_questions == self.predictions:
+            raise PredictionFileError(
+                f"{self.path}: none of its {self.predictions} predictions matches a question of dataset "
+                f"{self.dataset} (first id {qid!r} at line {line}); are these predictions for another dataset?"
+            )
+        if not self.selected_predictions:
+            raise PredictionFileError(
+                f"{self.path}: none of its {self.predictions} predictions is for the "
+                f"{self.selected_questions} question(s) selected from dataset {self.dataset} (first id "
+                f"{qid!r} at line {line}); check --question and --limit"
+            )
+        named = [", ".join(self.unswept_dialects)] if self.unswept_dialects else []
+        if self.unknown_dialect_lines:
+            named.append(f"unknown dialects (e.g. {self.unknown_dialect_lines[0]})")
+        raise PredictionFileError(
+            f"{self.path}: none of its predictions for the selected questions is for the swept "
+            f"engine(s) {', '.join(self.engines)}; its lines are for {' and '.join(named)}: sweep "
+            "those with --engines, or correct the lines' 'dialect'"
+        )
+
+
+def _listing(examples: Sequence[FileProblem], total: int) -> str:
+    more = f" and {total - len(examples)} more" if total > len(examples) else ""
+    return "; ".join(str(p) for p in examples) + more
+
+
 class FilePredictor(Predictor):
     """Predictions read from a JSONL file.
 
     Each line: ``{"question_id": ..., "dialect": ..., "sql": ...}``. ``dialect`` names the engine
-    (``duckdb``) or its sqlglot dialect (``postgres``); ``engine`` is accepted as a synonym.
-    A line without ``dialect`` applies to every engine. Malformed lines are collected in
-    ``problems`` (file:line and what is wrong) and skipped; a (question, engine) with no
-    prediction is recorded as ``missing_prediction`` so the denominator stays whole.
+    (``duckdb``), its sqlglot dialect (``postgres``) or another name of its backend
+    (``postgresql``); ``engine`` is accepted as a synonym. A line without ``dialect`` applies to
+    every engine.
+
+    The file is the system's output, so one bad line affects only itself: it is collected in
+    ``problems`` (file:line, what is wrong, how to fix it) and skipped. When its question id and
+    dialect can still be read, that (question, engine) is recorded as ``invalid_prediction`` with
+    the reason instead of ``missing_prediction``. A (question, engine) with no line at all is
+    ``missing_prediction``, so the denominator stays whole; :meth:`audit` says which lines a
+    sweep would not use at all.
     """
 
     def __init__(self, path: str | Path, name: str | None = None) -> None:
         self.path = Path(path)
         self.name = name or f"file:{self.path.stem}"
         self.problems: list[FileProblem] = []
-        self._by_key: dict[tuple[str, str | None], str] = {}
+        self._by_key: dict[_Key, _Entry] = {}
         self._read()
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path), "predictions": len(self._by_key),
+        usable = sum(1 for entry in self._by_key.values() if entry.sql is not None)
+        return {"name": self.name, "path": str(self.path), "predictions": usable,
                 "skipped_lines": len(self.problems)}
 
+    # -- reading ---------------------------------------------------------------------------------
     def _read(self) -> None:
         if not self.path.exists():
             raise PredictionFileError(f"predictions file {self.path} does not exist")
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = self.path.read_bytes()
+        except OSError as exc:
             raise PredictionFileError(f"cannot read predictions file {self.path}: {exc}") from exc
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            problem = self._parse_line(raw)
-            if problem:
-                self.problems.append(FileProblem(str(self.path), number, problem))
+        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise PredictionFileError(f"predictions file {self.path} is UTF-16 or UTF-32 text (it starts "
+                                      "with such a byte order mark); save it as UTF-8")
+        # Bytes, split on b"\n" only: one bad byte spoils its own line, never the file, and the
+        # line numbers are the ones an editor shows (str.splitlines would also split on U+2028).
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            raw = raw.removesuffix(b"\r")
+            if raw.strip():
+                self._read_line(number, raw)
         if not self._by_key and not self.problems:
             raise PredictionFileError(f"predictions file {self.path} is empty")
 
-    def _parse_line(self, raw: str) -> str | None:
+    def _read_line(self, number: int, raw: bytes) -> None:
         try:
-            obj = json.loads(raw)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            why = (f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                   "save the file as UTF-8")
+            # the bad bytes become lone surrogates here, so an id or dialect holding one is not
+            # taken for a real one
+            obj = _json_object(raw.decode("utf-8", errors="surrogateescape"))
+            self._reject(number, why, _identify(obj) if obj is not None else None)
+            return
+        try:
+            obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            return f"not valid JSON ({exc.msg} at column {exc.colno})"
+            self._reject(number, f"not valid JSON ({exc.msg} at column {exc.colno})", None)
+            return
         if not isinstance(obj, dict):
-            return f"expected a JSON object, got {type(obj).__name__}"
-        qid, sql = obj.get("question_id"), obj.get("sql")
-        dialect = obj.get("dialect", obj.get("engine"))
-        if qid is None or isinstance(qid, (dict, list, bool)):
-            return "missing or invalid 'question_id'"
-        if not isinstance(sql, str):
-            return "missing 'sql' (must be a string)"
-        if dialect is not None and not isinstance(dialect, str):
-            return "'dialect' must be a string"
-        key = (str(qid), dialect.lower() if dialect else None)
-        if key in self._by_key:
-            return f"duplicate prediction for question {key[0]!r} dialect {key[1]!r} (first one kept)"
-        self._by_key[key] = sql
+            self._reject(number, f"expected a JSON object, got {type(obj).__name__}", None)
+            return
+        key = _identify(obj)
+        why = _line_problem(obj)
+        if why is not None:
+            self._reject(number, why, key)
+            return
+        assert key is not None  # _line_problem checked the id and dialect
+        earlier = self._by_key.get(key)
+        if earlier is not None:
+            where = f"dialect {key[1]!r}" if key[1] is not None else "every engine"
+            self._add_problem(number, f"duplicate prediction for question {key[0]!r} {where} (the one at "
+                                      f"line {earlier.line} is kept)")
+            return
+        self._by_key[key] = _Entry(line=number, sql=obj["sql"])
+
+    def _add_problem(self, number: int, message: str) -> FileProblem:
+        problem = FileProblem(str(self.path), number, message)
+        self.problems.append(problem)
+        return problem
+
+    def _reject(self, number: int, why: str, key: _Key | None) -> None:
+        problem = self._add_problem(number, why)
+        # The line was meant for this question: say so in its record rather than "missing".
+        if key is not None and key not in self._by_key:
+            self._by_key[key] = _Entry(line=number, sql=None, failure=f"invalid_prediction: {problem}")
+
+    # -- predicting ------------------------------------------------------------------------------
+    def _entry(self, question_id: str, engine: str, dialect: str) -> _Entry | None:
+        for key in (*_engine_keys(engine, dialect), None):
+            entry = self._by_key.get((question_id, key))
+            if entry is not None:
+                return entry
         return None
 
     def predict(self, question: Question, engine: EngineInfo) -> Prediction:
-        for dialect in (engine.name, engine.dialect, None):
-            sql = self._by_key.get((question.id, dialect))
-            if sql is not None:
-                return Prediction(sql=sql)
-        return Prediction(sql=None, failure="missing_prediction")
+        entry = self._entry(question.id, engine.name, engine.dialect)
+        if entry is None:
+            return Prediction(sql=None, failure="missing_prediction")
+        if entry.sql is None:
+            return Prediction(sql=None, failure=entry.failure, meta={"line": entry.line})
+        return Prediction(sql=entry.sql, meta={"line": entry.line})
+
+    def audit(self, question_ids: Collection[str], engines: Sequence[tuple[str, str]], *,
+              selected: Collection[str] | None = None, dataset: str = "") -> FileAudit:
+        """How this file covers a sweep. ``question_ids``: every question id of the dataset;
+        ``engines``: the swept (engine name, sqlglot dialect) pairs; ``selected``: the question ids
+        the sweep runs (default: all); ``dataset``: its name, for messages."""
+        known_ids = set(question_ids)
+        chosen = known_ids if selected is None else set(selected)
+        swept_keys = {key for name, dialect in engines for key in _engine_keys(name, dialect)}
+        unknown_ids: list[FileProblem] = []
+        unknown_dialects: list[FileProblem] = []
+        unswept: dict[str, int] = {}
+        selected_lines = 0
+        for (qid, dialect), entry in self._by_key.items():
+            if qid not in known_ids:
+                unknown_ids.append(FileProblem(str(self.path), entry.line, f"question id {qid!r}"))
+                continue
+            selected_lines += qid in chosen
+            if dialect is None or dialect in swept_keys:
+                continue
+            if _is_known_dialect(dialect):
+                unswept[dialect] = unswept.get(dialect, 0) + 1
+            else:
+                unknown_dialects.append(FileProblem(str(self.path), entry.line, _unknown_dialect(dialect)))
+        answered = sum(
+            1 for qid in chosen for name, dialect in engines if self._entry(qid, name, dialect) is not None
+        )
+        first = next(iter(self._by_key.items()), None)
+        return FileAudit(
+            path=str(self.path), dataset=dataset or "the dataset", predictions=len(self._by_key),
+            skipped_lines=len(self.problems), first_problem=self.problems[0] if self.problems else None,
+            first_prediction=(first[0][0], first[1].line) if first else None,
+            unknown_questions=len(unknown_ids), unknown_question_lines=tuple(unknown_ids[:_EXAMPLES]),
+            unknown_dialects=len(unknown_dialects),
+            unknown_dialect_lines=tuple(unknown_dialects[:_EXAMPLES]),
+            unswept_lines=sum(unswept.values()), unswept_dialects=tuple(sorted(unswept)),
+            selected_questions=len(chosen), selected_predictions=selected_lines,
+            engines=tuple(name for name, _ in engines), answered=answered,
+            pairs=len(chosen) * len(engines),
+        )
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _identify(obj: dict[str, Any]) -> _Key | None:
+    """The (question id, dialect) a line is for, or None when they cannot be read for sure."""
+    qid = obj.get("question_id")
+    dialect = obj.get("dialect", obj.get("engine"))
+    if qid is None or isinstance(qid, (dict, list, bool)) or not str(qid).strip():
+        return None
+    if dialect is not None and not isinstance(dialect, str):
+        return None
+    if text_problem(str(qid)) or (dialect and text_problem(dialect)):
+        return None
+    return str(qid), (dialect.strip().lower() or None) if dialect else None
+
+
+def _line_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a parsed line and how to fix it, or None when it is a usable prediction."""
+    surrogate = first_text_problem(obj)
+    if surrogate:
+        return (f"{surrogate}, which is not valid Unicode (a \\ud800-\\udfff escape without its "
+                "pair); write the character itself or a complete surrogate pair")
+    qid = obj.get("question_id")
+    if qid is None or isinstance(qid, (dict, list, bool)) or not str(qid).strip():
+        return "missing or invalid 'question_id' (must be a string or a number)"
+    dialect = obj.get("dialect", obj.get("engine"))
+    if dialect is not None and not isinstance(dialect, str):
+        return "'dialect' must be a string (an engine name such as duckdb) or left out"
+    if not isinstance(obj.get("sql"), str):
+        return "missing 'sql' (must be a string)"
+    return None
+
+
+def _unknown_dialect(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(known_dialect_names()), n=1)
+    return f"dialect {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
 BUILTIN_PREDICTORS = ("gold", "transpile")

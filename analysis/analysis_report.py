@@ -77,6 +77,13 @@ class Text:
 
 
 @dataclass(frozen=True, slots=True)
+class Banner:
+    """A warning that must not be missed (numbers over incomplete runs)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Bullets:
     items: list[str]
 
@@ -94,7 +101,7 @@ class Image:
     png: Path
 
 
-Block = Heading | Text | Bullets | Table | Image
+Block = Heading | Text | Banner | Bullets | Table | Image
 
 
 def _md_cell(text: str) -> str:
@@ -108,6 +115,8 @@ def render_markdown(blocks: Sequence[Block], out_dir: Path) -> str:
             lines += ["#" * block.level + " " + block.text, ""]
         elif isinstance(block, Text):
             lines += [block.text, ""]
+        elif isinstance(block, Banner):
+            lines += [f"> **{block.text}**", ""]
         elif isinstance(block, Bullets):
             lines += [f"- {item}" for item in block.items] + [""]
         elif isinstance(block, Table):
@@ -130,6 +139,7 @@ _STYLE = (
     "th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}"
     "figure{margin:1em 0 2em}img{max-width:100%;height:auto}"
     "figcaption{color:#555;font-size:0.9em}"
+    ".incomplete{background:#fde8e8;border:2px solid #c62828;padding:0.8em}"
 )
 
 
@@ -143,6 +153,8 @@ def render_html(blocks: Sequence[Block], title: str) -> str:
             parts.append(f"<h{block.level}>{esc(block.text)}</h{block.level}>")
         elif isinstance(block, Text):
             parts.append(f"<p>{esc(block.text)}</p>")
+        elif isinstance(block, Banner):
+            parts.append(f"<p class='incomplete' role='alert'><strong>{esc(block.text)}</strong></p>")
         elif isinstance(block, Bullets):
             parts.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in block.items) + "</ul>")
         elif isinstance(block, Table):
@@ -404,6 +416,12 @@ def report_blocks(f: Findings, out_dir: Path, written: list[Path]) -> list[Block
     paths appended to ``written``."""
     figure_dir = out_dir / FIGURES_DIR
     blocks: list[Block] = [Heading(1, "polysql analysis report")]
+    if f.pending:
+        runs = ", ".join(f"{run} ({count} pending)" for run, count in f.pending.items())
+        blocks.append(Banner(
+            f"INCOMPLETE: {sum(f.pending.values())} planned record(s) are pending and are in no "
+            f"number below ({runs}). Finish the run(s) with the same `polysql sweep` command, "
+            "then report again."))
     blocks += _settings_blocks(f)
     blocks += _accuracy_blocks(f, figure_dir, written)
     blocks += _pair_blocks(f, figure_dir, written)

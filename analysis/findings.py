@@ -151,6 +151,12 @@ class Findings:
     taxonomy: list[TaxonomyRow]
     classified: bool
     notes: list[str]
+    # run folder -> planned records without a record (interrupted, abandoned, unreachable)
+    pending: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not any(self.pending.values())
 
     def scopes(self) -> list[str]:
         return list(dict.fromkeys(t.scope for t in self.pair_tests))
@@ -158,6 +164,7 @@ class Findings:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["taxonomy"] = [dict(asdict(t), logical_share=t.logical_share) for t in self.taxonomy]
+        out["complete"] = self.complete
         return out
 
 
@@ -354,4 +361,4 @@ def analyze(outcomes: Outcomes, settings: Settings | None = None,
         accuracy=accuracy_rows(outcomes, reference, settings), pair_tests=tests,
         tiers=tier_rows(scopes, tests), kappas=kappa_rows(scopes), ranks=ranks, taus=taus,
         taxonomy=taxonomy_rows(outcomes, categories), classified=categories is not None,
-        notes=notes)
+        notes=notes, pending={run: n for run, n in outcomes.pending.items() if n})

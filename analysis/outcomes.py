@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.errors import ResultsStoreError
-from polysql.store import RESULTS_FILE, ResultsStore, record_key
+from polysql.store import RESULTS_FILE, ResultsStore, record_key, run_plan
 
 QuestionKey = tuple[str, str]  # (dataset, question_id)
 OutcomeKey = tuple[str, str, str, str]  # (dataset, question_id, predictor, engine)
@@ -40,6 +40,8 @@ class Outcomes:
     records: list[dict[str, Any]]
     runs: list[str]
     conflicts: list[Conflict] = field(default_factory=list)
+    # per run folder: records its plan asked for that it does not hold
+    pending: dict[str, int] = field(default_factory=dict)
 
     @property
     def predictors(self) -> list[str]:
@@ -101,13 +103,17 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Outcomes:
         raise ResultsStoreError("no run folder given: pass one or more folders written by "
                                 "`polysql sweep --out DIR`")
     loaded: list[tuple[str, list[dict[str, Any]]]] = []
+    pending: dict[str, int] = {}
     for run_dir in run_dirs:
         path = Path(run_dir)
         if not (path / RESULTS_FILE).is_file():
             raise ResultsStoreError(f"{path} holds no {RESULTS_FILE}: is it a folder written by "
                                     "`polysql sweep --out DIR`?")
-        loaded.append((str(path), ResultsStore(path).latest_records()))
+        records = ResultsStore(path).latest_records()
+        loaded.append((str(path), records))
+        pending[str(path)] = len(run_plan(path).pending(records))
     outcomes = merge_records(loaded)
+    outcomes.pending = pending
     if not outcomes.records:
         raise ResultsStoreError(f"no records in {', '.join(map(str, run_dirs))}: the sweep "
                                 "wrote nothing yet")

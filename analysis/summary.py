@@ -2,7 +2,12 @@
 
 Questions whose gold query failed (``invalid_gold``) are left out of the denominator and counted
 on their own: a broken gold says nothing about the candidate. Every other record counts,
-including generation failures, missing predictions and execution errors.
+including generation failures, missing predictions and execution errors. A cell with no
+countable record has no accuracy (``None``, shown as "—"), never 0%.
+
+Given the run's planned keys, the summary also counts *pending* work (planned, not recorded:
+an interrupted sweep, an abandoned engine, a model that could not be reached). Pending work is in
+no denominator, and a summary with any is marked incomplete.
 """
 
 from __future__ import annotations
@@ -40,18 +45,25 @@ class Cell:
     correct: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     error_kinds: Counter[str] = field(default_factory=Counter)
-    ci_low: float = 0.0
-    ci_high: float = 0.0
+    ci_low: float | None = None  # None while total is 0
+    ci_high: float | None = None
+    pending: int = 0  # planned records of this cell not written yet
 
     @property
-    def accuracy(self) -> float:
-        return self.correct / self.total if self.total else 0.0
+    def accuracy(self) -> float | None:
+        """Matches over the denominator; None when nothing counts (n=0), never a fake 0%."""
+        return self.correct / self.total if self.total else None
+
+    @property
+    def invalid_gold(self) -> int:
+        return self.statuses.get("invalid_gold", 0)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["statuses"] = dict(self.statuses)
         out["error_kinds"] = dict(self.error_kinds)
         out["accuracy"] = self.accuracy
+        out["invalid_gold"] = self.invalid_gold
         return out
 
 
@@ -69,7 +81,8 @@ def _add(cell: Cell, record: dict[str, Any]) -> None:
 
 def _finish(cells: Iterable[Cell]) -> None:
     for cell in cells:
-        cell.ci_low, cell.ci_high = wilson_interval(cell.correct, cell.total)
+        if cell.total:
+            cell.ci_low, cell.ci_high = wilson_interval(cell.correct, cell.total)
 
 
 @dataclass(slots=True)
@@ -78,6 +91,16 @@ class Summary:
     by_tag: dict[str, list[Cell]]
     datasets: list[str]
     questions: int
+    pending: int = 0  # planned records not written (in no denominator)
+    records: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.pending == 0
+
+    @property
+    def invalid_gold(self) -> int:
+        return sum(c.invalid_gold for c in self.cells)
 
     def cell(self, predictor: str, engine: str) -> Cell:
         for c in self.cells:
@@ -87,6 +110,10 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "complete": self.complete,
+            "pending": self.pending,
+            "records": self.records,
+            "invalid_gold": self.invalid_gold,
             "datasets": self.datasets,
             "questions": self.questions,
             "cells": [c.to_dict() for c in self.cells],
@@ -94,21 +121,32 @@ class Summary:
         }
 
 
-def summarize(records: Iterable[dict[str, Any]]) -> Summary:
+def summarize(records: Iterable[dict[str, Any]],
+              pending: Iterable[tuple[str, str, str, str]] = ()) -> Summary:
+    """``pending``: (dataset, question_id, predictor, engine) keys planned but not recorded."""
     cells: dict[tuple[str, str], Cell] = {}
     tag_cells: dict[str, dict[tuple[str, str], Cell]] = defaultdict(dict)
     datasets: set[str] = set()
     questions: set[tuple[str, str]] = set()
+    count = 0
     for record in records:
+        count += 1
         key = (record["predictor"], record["engine"])
         datasets.add(record["dataset"])
         questions.add((record["dataset"], str(record["question_id"])))
         _add(cells.setdefault(key, Cell(*key)), record)
         for tag in record.get("tags") or ():
             _add(tag_cells[tag].setdefault(key, Cell(*key)), record)
+    waiting = 0
+    for dataset, question, predictor, engine in pending:
+        waiting += 1
+        datasets.add(dataset)
+        questions.add((dataset, question))
+        cells.setdefault((predictor, engine), Cell(predictor, engine)).pending += 1
     ordered = [cells[k] for k in sorted(cells)]
     _finish(ordered)
     by_tag = {tag: [tc[k] for k in sorted(tc)] for tag, tc in sorted(tag_cells.items())}
     for tag_list in by_tag.values():
         _finish(tag_list)
-    return Summary(cells=ordered, by_tag=by_tag, datasets=sorted(datasets), questions=len(questions))
+    return Summary(cells=ordered, by_tag=by_tag, datasets=sorted(datasets), questions=len(questions),
+                   pending=waiting, records=count)

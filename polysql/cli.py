@@ -144,14 +144,28 @@ class _RichObserver(SweepObserver):
 
 
 def _summary_table(outcome: Any) -> Table:
-    table = Table(title=f"accuracy — {', '.join(outcome.summary.datasets)}")
-    for col in ("predictor", "engine", "accuracy", "95% CI", "ok/n", "errors", "no SQL"):
+    summary = outcome.summary
+    title = f"accuracy — {', '.join(summary.datasets)}"
+    if not summary.complete or outcome.interrupted:
+        title += f" — INCOMPLETE: {summary.pending} pending"
+    table = Table(title=title)
+    columns = ["predictor", "engine", "accuracy", "95% CI", "ok/n", "errors", "no SQL", "invalid gold"]
+    if summary.pending:
+        columns.append("pending")
+    for col in columns:
         table.add_column(col, justify="left" if col in ("predictor", "engine") else "right")
-    for c in outcome.summary.cells:
+    for c in summary.cells:
         errors = sum(c.error_kinds.values())
-        table.add_row(c.predictor, c.engine, f"{100 * c.accuracy:.1f}%",
-                      f"{100 * c.ci_low:.1f}–{100 * c.ci_high:.1f}", f"{c.correct}/{c.total}",
-                      str(errors), str(c.statuses.get("generation_failure", 0)))
+        accuracy = "—" if c.accuracy is None else f"{100 * c.accuracy:.1f}%"
+        ci = "—" if c.ci_low is None or c.ci_high is None else \
+            f"{100 * c.ci_low:.1f}–{100 * c.ci_high:.1f}"
+        if c.pending and c.accuracy is not None:
+            accuracy += " (partial)"
+        row = [escape(c.predictor), escape(c.engine), accuracy, ci, f"{c.correct}/{c.total}",
+               str(errors), str(c.statuses.get("generation_failure", 0)), str(c.invalid_gold)]
+        if summary.pending:
+            row.append(str(c.pending))
+        table.add_row(*row)
     return table
 
 
@@ -234,20 +248,73 @@ def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str,
     for problem in outcome.problems:
         console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
     run_info = json.loads((outcome.run_dir / "run.json").read_text(encoding="utf-8"))
-    paths = write_reports(outcome.summary, outcome.run_dir, run_info, models=outcome.models)
+    paths = write_reports(outcome.summary, outcome.run_dir, run_info, models=outcome.models,
+                          status=outcome.status, notes=outcome.pending_notes())
     stdout.print(_summary_table(outcome))
     if outcome.models:
         stdout.print(_usage_table(outcome.models))
-    console.print(f"{outcome.written} new records, {outcome.resumed} resumed, {outcome.cache_hits} "
-                  f"execution cache hits, {outcome.elapsed:.1f} s; wrote {escape(', '.join(str(p) for p in paths))}")
+    console.print(_final_line(outcome, paths), highlight=False)
+    sys.exit(_sweep_exit(outcome))
+
+
+def _final_line(outcome: Any, paths: list[Path]) -> str:
+    """What this invocation did, in counts that add up."""
+    new = f"{outcome.written} new records"
+    if outcome.reevaluated:
+        new += f" ({outcome.reevaluated} re-evaluated: their inputs changed)"
+    parts = [new, f"{outcome.resumed} resumed"]
+    if outcome.pending:
+        parts.append(f"[bold yellow]{outcome.pending} pending[/]")
+    if outcome.superseded:
+        parts.append(f"{outcome.superseded} set aside (inputs changed, outside this selection)")
+    parts += [f"{outcome.cache_hits} execution cache hits", f"{outcome.elapsed:.1f} s"]
+    return (", ".join(parts) + f"; wrote {escape(', '.join(str(p) for p in paths))}")
+
+
+def _sweep_exit(outcome: Any) -> int:
+    """Say what keeps the run from being complete and correct, one line per cause; the exit
+    code of the most fundamental one."""
     if outcome.interrupted:
-        console.print("interrupted; re-run the same command to resume")
-        sys.exit(EXIT_INTERRUPTED)
-    if outcome.dead_engines:
-        for name, why in outcome.dead_engines.items():
-            console.print(f"[red]engine {escape(name)} was abandoned:[/] {escape(why)}; its remaining work is pending, "
-                          "re-run to resume once it is back")
-        sys.exit(EXIT_INCOMPLETE)
+        console.print(f"interrupted: {outcome.pending} record(s) pending; re-run the same command "
+                      "to resume")
+        return EXIT_INTERRUPTED
+    for item, trace in outcome.internal_errors[:3]:
+        console.print(f"[bold red]internal error:[/] {escape(item)} (please report it)", highlight=False)
+        if _debug_enabled():
+            console.print(escape(trace), highlight=False)
+    for db_id, why in outcome.broken_databases.items():
+        console.print(f"[bold red]error:[/] database {escape(db_id)}: {escape(why)}; is the "
+                      "database file empty, truncated or unreadable? Fix the dataset and re-run",
+                      highlight=False)
+    for name, why in outcome.dead_engines.items():
+        console.print(f"[red]engine {escape(name)} was abandoned:[/] {escape(why)}; its remaining work is pending, "
+                      "re-run to resume once it is back", highlight=False)
+    for name, (why, count) in outcome.unavailable.items():
+        console.print(f"[red]{escape(name)} gave no answers:[/] {escape(why)}; {count} prediction(s) are "
+                      "pending (nothing was scored for them): start or fix the model endpoint "
+                      "(base_url, key, model id in polysql.toml), then re-run the same command",
+                      highlight=False)
+    if outcome.internal_errors:
+        return EXIT_INTERNAL
+    if outcome.broken_databases:
+        return EXIT_DATA
+    if outcome.pending:
+        if outcome.superseded:
+            console.print(f"{outcome.superseded} record(s) outside this selection (--limit, "
+                          "--question) were made from inputs that have changed since; they are "
+                          "pending until a run without that selection re-evaluates them")
+        elif not (outcome.dead_engines or outcome.unavailable):
+            console.print(f"{outcome.pending} record(s) planned by earlier invocations of this run "
+                          "folder are pending; re-run with the same predictors and engines (or "
+                          "--fresh to start over)")
+        return EXIT_INCOMPLETE
+    return 0
+
+
+def _debug_enabled() -> bool:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return bool(root is not None and root.obj and root.obj.get("debug"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,6 +377,10 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if outcome.usage:
         u = outcome.usage
+    for run, count in findings.pending.items():
+        console.print(f"[bold yellow]INCOMPLETE:[/] {escape(run)} has {count} pending record(s); "
+                      "the report covers only what is recorded (finish the sweep first)",
+                      highlight=False)
         console.print(f"classifier: {u['calls']} calls, {u['cache_hits']} cached, {u['errors']} failed")
     console.print(f"wrote {len(outcome.paths)} files to {escape(str(outcome.out_dir))}")
 

@@ -53,5 +53,12 @@ class LLMError(PolysqlError):
     """A model endpoint could not answer (after retries), or a model config is unusable."""
 
 
+class LLMUnavailableError(LLMError):
+    """The endpoint gave no answer at all: unreachable, timed out or kept failing (5xx, 429)
+    after its retries, refused the credentials, or does not know the model. Nothing was answered,
+    so a sweep scores nothing and leaves the work pending; a request the endpoint rejected for
+    its content (HTTP 400, prompt too long) stays a plain :class:`LLMError`."""
+
+
 class BundleError(PolysqlError):
     """A leaderboard submission bundle cannot be packed or read (incomplete run, bad archive...)."""

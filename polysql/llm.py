@@ -18,7 +18,9 @@ Models are declared in ``polysql.toml``::
 ``max_concurrency`` requests in flight, spaces request starts to honour ``requests_per_minute``,
 retries 429, 5xx, timeouts and connection failures with exponential backoff and jitter (or the
 server's ``Retry-After``), and stops each attempt at ``timeout`` even if the server keeps
-trickling bytes. When retries run out it raises :class:`~polysql.errors.LLMError`; it never hangs.
+trickling bytes. When retries run out it raises :class:`~polysql.errors.LLMUnavailableError` (no
+answer was obtained: the work is not the model's to be scored); a request the endpoint rejects for
+its content raises :class:`~polysql.errors.LLMError`. It never hangs.
 Answers go through a :class:`~polysql.llm_cache.ResponseCache`, so asking again costs nothing.
 
 The ``openai`` package is imported only when a request is actually sent (``pip install
@@ -36,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polysql.errors import ConfigError, LLMError
+from polysql.errors import ConfigError, LLMError, LLMUnavailableError
 from polysql.llm_cache import CachedResponse, ResponseCache, response_key
 
 __all__ = ["Completion", "LLMClient", "ModelConfig", "ResponseCache", "UsageStats",
@@ -308,7 +310,7 @@ class LLMClient:
                 completion = self._attempt(client, messages, params)
             except _Retryable as exc:
                 if attempt + 1 == attempts:
-                    raise LLMError(
+                    raise LLMUnavailableError(
                         f"model {self.config.name!r} at {self.config.base_url} failed after "
                         f"{attempts} attempt(s): {exc}") from exc
                 time.sleep(self._backoff(attempt, exc.retry_after))
@@ -379,8 +381,10 @@ class LLMClient:
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from exc
         except Exception as exc:  # e.g. a 200 answer that is not a chat completion
-            raise LLMError(f"model {self.config.name!r} at {self.config.base_url} sent an unusable "
-                           f"answer: {type(exc).__name__}: {_short(str(exc))}") from exc
+            # not an answer of the model: the endpoint does not speak the chat API
+            raise LLMUnavailableError(
+                f"model {self.config.name!r} at {self.config.base_url} sent an unusable answer: "
+                f"{type(exc).__name__}: {_short(str(exc))}") from exc
         return self._completion(response)
 
     def _status_error(self, exc: Any) -> Exception:
@@ -392,9 +396,10 @@ class LLMClient:
         if status in (401, 403):
             hint = (f"check the API key in ${self.config.api_key_env}" if self.config.api_key_env
                     else "the endpoint wants an API key: set api_key_env in the model config")
-            return LLMError(f"{where} refused the request (HTTP {status}: {detail}); {hint}")
+            return LLMUnavailableError(
+                f"{where} refused the request (HTTP {status}: {detail}); {hint}")
         if status == 404:
-            return LLMError(f"{where}: HTTP 404 ({detail}); check base_url (usually ends in /v1) "
+            return LLMUnavailableError(f"{where}: HTTP 404 ({detail}); check base_url (usually ends in /v1) "
                             f"and the model id {self.config.model!r}")
         return LLMError(f"{where} rejected the request (HTTP {status}: {detail})")
 
@@ -437,13 +442,13 @@ class LLMClient:
         if self.config.api_key_env:
             api_key = os.environ.get(self.config.api_key_env, "")
             if not api_key:
-                raise LLMError(
+                raise LLMUnavailableError(
                     f"model {self.config.name!r} needs an API key in the environment variable "
                     f"${self.config.api_key_env}, which is not set")
         try:
             import openai
         except ImportError as exc:
-            raise LLMError("model-backed predictors need the openai package: "
+            raise LLMUnavailableError("model-backed predictors need the openai package: "
                            "pip install 'polysql[llm]'") from exc
         # Retries are ours (they share the rate limit and are counted); the library's are off.
         return openai.OpenAI(base_url=self.config.base_url, api_key=api_key,

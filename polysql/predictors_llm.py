@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polysql.core.digest import content_digest
 from polysql.datasets.base import Question
-from polysql.errors import ConfigError, LLMError
+from polysql.errors import ConfigError, LLMError, LLMUnavailableError
 from polysql.extract import extract_sql
 from polysql.llm import LLMClient, ModelConfig, ResponseCache, load_model_configs
 from polysql.predictors import EngineInfo, Prediction, Predictor
@@ -30,6 +31,10 @@ from polysql.prompting import PromptBuilder, PromptSettings
 
 DEFAULT_CONFIG = Path("polysql.toml")
 GENERATION_FAILURE = "generation_failure"
+# After this many requests in a row got no answer (each after all its retries), the endpoint is
+# taken to be down: the predictor stops asking and leaves the rest of its work pending, instead of
+# spending retries and backoff on every remaining question.
+DOWN_AFTER = 3
 
 
 def _one_line(exc: BaseException) -> str:
@@ -116,6 +121,9 @@ class LLMPredictor(Predictor):
         self.client = client or LLMClient(config, cache=cache)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._health_lock = threading.Lock()
+        self._failures_in_a_row = 0
+        self.down: str | None = None  # why the endpoint is taken to be down, once it is
 
     # -- reporting ------------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
@@ -127,6 +135,14 @@ class LLMPredictor(Predictor):
         return {"name": self.name, "model": self.config.name, "settings": self.settings(),
                 "max_concurrency": self.config.max_concurrency,
                 "requests_per_minute": self.config.requests_per_minute}
+
+    def input_digest(self, question: Question, engine: EngineInfo) -> str:
+        """What the prompt and the request are made of, without asking: model and parameters,
+        prompt settings and the template's text, the question and its evidence, and the engine
+        it is asked for (the schema shown comes from the database, digested with the record)."""
+        return content_digest("llm", self.settings(), self.prompts.template_digest(),
+                              question.question, question.evidence, question.db_id,
+                              engine.name, engine.dialect)
 
     def usage(self) -> dict[str, Any]:
         """Calls, cache hits, tokens, errors and wall time (seconds with a request in flight)
@@ -144,12 +160,20 @@ class LLMPredictor(Predictor):
         meta: dict[str, Any] = {"model": self.config.name, "model_id": self.config.model,
                                 "prompt_level": self.prompts.settings.level,
                                 "cot": self.prompts.settings.cot, **prompt.meta()}
+        if self.down is not None and not self._cached(prompt.messages):
+            return Prediction(sql=None, meta=meta, unavailable=self.down)
         try:
             completion = self.client.complete(prompt.messages)
-        except LLMError as exc:
+        except LLMUnavailableError as exc:
+            reason = _one_line(exc)
+            self._failed(reason)
+            return Prediction(sql=None, meta=meta, unavailable=reason)
+        except LLMError as exc:  # the endpoint rejected this request: its answer is a failure
+            self._answered()
             reason = _one_line(exc)
             meta["error"] = reason
             return Prediction(sql=None, failure=f"{GENERATION_FAILURE}: llm_error: {reason}", meta=meta)
+        self._answered()
         meta["response"] = completion.text
         meta["cached"] = completion.cached
         meta["usage"] = {"prompt_tokens": completion.prompt_tokens,
@@ -165,6 +189,22 @@ class LLMPredictor(Predictor):
         if extraction.sql is None:
             return Prediction(sql=None, failure=f"{GENERATION_FAILURE}: {extraction.failure}", meta=meta)
         return Prediction(sql=extraction.sql, meta=meta)
+
+    # -- endpoint health ------------------------------------------------------------------------
+    def _cached(self, messages: list[dict[str, str]]) -> bool:
+        cache = self.client.cache
+        return cache is not None and cache.get(self.client.cache_key(messages)) is not None
+
+    def _failed(self, reason: str) -> None:
+        with self._health_lock:
+            self._failures_in_a_row += 1
+            if self._failures_in_a_row >= DOWN_AFTER and self.down is None:
+                self.down = (f"{reason} ({self._failures_in_a_row} requests in a row got no "
+                             "answer; the rest were not sent)")
+
+    def _answered(self) -> None:
+        with self._health_lock:
+            self._failures_in_a_row = 0
 
     def submit(self, question: Question, engine: EngineInfo) -> Future[Prediction]:
         with self._pool_lock:

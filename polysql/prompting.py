@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from polysql.core.digest import content_digest
 from polysql.errors import ConfigError
 
 LEVELS = ("generic", "dialect", "pitfalls")
@@ -230,6 +231,13 @@ class PromptBuilder:
             raise ConfigError(f"prompt template {self.source.origin} needs a {{% block user %}} "
                               "(and usually a {% block system %})")
         self._jinja_error = jinja2.TemplateError
+
+    def template_digest(self) -> str:
+        """Digest of the template's text and the pitfalls it may list: an edited template file
+        with an unchanged version suffix still changes every prompt."""
+        pitfalls = {dialect: [p.text for p in items]
+                    for dialect, items in sorted(self.pitfalls.by_dialect.items())}
+        return content_digest(self.source.text, pitfalls)
 
     def describe(self) -> dict[str, Any]:
         return {"template": self.source.name, "template_version": self.source.version,

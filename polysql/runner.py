@@ -17,6 +17,7 @@ import functools
 import json
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -33,16 +34,33 @@ from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
 from polysql.ddl import render_schema
 from polysql.engines import EngineFleet, EngineSpec, parse_engine_specs
-from polysql.errors import ConfigError, EngineError, ResultsStoreError
+from polysql.errors import ConfigError, EngineError, PolysqlError, ResultsStoreError
 from polysql.model import Result, Verdict
 from polysql.normalizers.compare import resolve_policy
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.paths import cache_dir
-from polysql.predictors import EngineInfo, FilePredictor, Prediction, Predictor, make_predictor
+from polysql.predictors import (
+    EngineInfo,
+    FilePredictor,
+    Prediction,
+    Predictor,
+    make_predictor,
+    text_problem,
+)
 from polysql.progress import SweepObserver
 from polysql.prompting import SchemaCatalog
-from polysql.registry import backend_class, parse_url
-from polysql.store import RUN_FILE, ResultsStore, record_key
+from polysql.registry import backend_class, connect, parse_url
+from polysql.store import (
+    RUN_FILE,
+    SUPERSEDED_FILE,
+    RecordKey,
+    ResultsStore,
+    RunPlan,
+    read_run_info,
+    record_key,
+)
+from polysql.sweep.inputs import Inputs, RecordInputs
+from polysql.sweep.interrupts import StopSignals
 
 # Settings that change verdicts: resuming a run under different ones would mix incomparable records.
 VERDICT_SETTINGS = ("dataset", "timeout", "max_rows", "policy")
@@ -75,7 +93,7 @@ class SweepOutcome:
     run_dir: Path
     summary: Summary
     written: int  # records written by this invocation
-    resumed: int  # work items skipped because a previous invocation finished them
+    resumed: int  # work items skipped because a previous invocation finished them unchanged
     problems: list[str]  # skipped prediction-file lines and other non-fatal issues
     dead_engines: dict[str, str]  # engine -> why it was abandoned (its work stays pending)
     interrupted: bool
@@ -84,12 +102,53 @@ class SweepOutcome:
     # per model predictor (llm:NAME): calls, cache_hits, prompt_tokens, completion_tokens, errors,
     # wall_time, requests, retries
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # records of this selection whose inputs changed since they were made: re-evaluated
+    reevaluated: int = 0
+    # records outside this selection (--limit, --question) whose inputs changed: set aside in
+    # results.superseded.jsonl, their work pending until a run that includes them
+    superseded: int = 0
+    # predictor -> (why it gave no answers, how many predictions stay pending)
+    unavailable: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # database id -> why every gold query on it failed (an empty or unreadable database)
+    broken_databases: dict[str, str] = field(default_factory=dict)
+    # work items that hit a bug in polysql: (what, traceback); their work stays pending
+    internal_errors: list[tuple[str, str]] = field(default_factory=list)
+    damaged_lines: int = 0  # unreadable lines dropped from results.jsonl at the start
+
+    @property
+    def pending(self) -> int:
+        return self.summary.pending
+
+    @property
+    def status(self) -> str:
+        if self.summary.complete:
+            return "complete"
+        return "interrupted" if self.interrupted else "incomplete"
+
+    def pending_notes(self) -> list[str]:
+        """Why work is pending, one sentence per cause (for the report banner)."""
+        notes = [f"Engine {name} was abandoned: {why}." for name, why in self.dead_engines.items()]
+        notes += [f"{name} gave no answers ({why}); {count} prediction(s) pending."
+                  for name, (why, count) in self.unavailable.items()]
+        if self.internal_errors:
+            notes.append(f"{len(self.internal_errors)} work item(s) hit an internal error.")
+        if self.superseded:
+            notes.append(f"{self.superseded} record(s) outside this run's selection were made "
+                         "from inputs that have changed since, and are pending.")
+        if self.interrupted:
+            notes.append("The sweep was interrupted.")
+        return notes
 
 
 @dataclass(slots=True)
 class _WorkItem:
     question: Question
     predictor: Predictor
+    inputs: Inputs
+
+
+class _Cancelled(Exception):
+    """A statement was cancelled by the user (second Ctrl-C): its result means nothing."""
 
 
 class Sweep:
@@ -111,8 +170,17 @@ class Sweep:
         self.problems: list[str] = []
         self.schemas = SchemaCatalog()  # schema text per (engine, database), for model prompts
         self._stop = threading.Event()
+        self._cancel = threading.Event()
         self._write_lock = threading.Lock()
         self._written = 0
+        # statements running now, by thread: what a second Ctrl-C cancels
+        self._running: dict[int, Backend] = {}
+        self._running_lock = threading.Lock()
+        self._unavailable: dict[str, tuple[str, int]] = {}
+        self._internal_errors: list[tuple[str, str]] = []
+        self._inputs = RecordInputs(self._database_fingerprint)
+        self._crash: BaseException | None = None  # an error of the work thread, raised in run()
+        self._damaged = 0
         # per question, how to run more SQL on the gold's engine (for re-runs judging needs)
         self._gold_rerun: dict[str, Callable[[str], Result]] = {}
 
@@ -144,18 +212,19 @@ class Sweep:
             "policy": self.config.policy,
         }
 
-    def _check_or_write_run_file(self) -> None:
+    def _check_or_write_run_file(self, questions: list[Question]) -> RunPlan:
+        """Refuse to mix incomparable runs, then record settings, engines, predictors and the
+        plan (every invocation's work, merged) in run.json. Returns the plan."""
         path = self.run_dir / RUN_FILE
         settings = self._settings()
-        if self.config.fresh and self.store.path.exists():
-            self.store.path.unlink()
+        if self.config.fresh:
+            for stale in (self.store.path, self.run_dir / SUPERSEDED_FILE):
+                stale.unlink(missing_ok=True)
         described = [json.loads(json.dumps(p.describe(), default=str)) for p in self.predictors]
         earlier: list[dict[str, Any]] = []
-        if path.exists() and self.store.path.exists():
-            try:
-                previous = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ResultsStoreError(f"{path} is unreadable ({exc}); use --fresh to start over") from exc
+        plan = RunPlan()
+        previous = read_run_info(self.run_dir) if self.store.path.exists() else None
+        if previous is not None:
             changed = [k for k in VERDICT_SETTINGS if previous.get("settings", {}).get(k) != settings[k]]
             if changed:
                 raise ResultsStoreError(
@@ -165,6 +234,12 @@ class Sweep:
                 )
             earlier = [p for p in previous.get("predictors", []) if isinstance(p, dict)]
             self._check_predictor_settings(earlier, described)
+            plan = RunPlan.from_list(previous.get("plan"))
+            if not plan.blocks:
+                # written before run folders kept a plan: what is recorded is what was asked for
+                self._plan_from_records(plan)
+        plan.add(self.dataset.name, [q.id for q in questions], [p.name for p in self.predictors],
+                 [e.name for e in self.engines])
         self.run_dir.mkdir(parents=True, exist_ok=True)
         names = {d.get("name") for d in described}
         run_info = {
@@ -175,9 +250,19 @@ class Sweep:
             "engines": {e.name: e.url.render_as_string(hide_password=True) for e in self.engines},
             # earlier predictors stay listed: their records are still in this folder
             "predictors": described + [p for p in earlier if p.get("name") not in names],
+            "plan": plan.to_list(),
             "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         path.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+        return plan
+
+    def _plan_from_records(self, plan: RunPlan) -> None:
+        by_pair: dict[tuple[str, str, str], list[str]] = {}
+        for record in self.store.latest_records():
+            key = (record["dataset"], record["predictor"], record["engine"])
+            by_pair.setdefault(key, []).append(str(record["question_id"]))
+        for (dataset, predictor, engine), question_ids in by_pair.items():
+            plan.add(dataset, question_ids, [predictor], [engine])
 
     def _check_predictor_settings(self, earlier: list[dict[str, Any]], now: list[dict[str, Any]]) -> None:
         """A predictor whose answers depend on settings (a model's prompt level, parameters...)
@@ -206,62 +291,99 @@ class Sweep:
             questions = questions[: self.config.limit]
         return questions
 
-    # -- main ---------------------------------------------------------------------------------
-    def run(self) -> SweepOutcome:
-        started = time.perf_counter()
+    def _audit_prediction_files(self, questions: list[Question]) -> None:
+        """Report what a predictions file holds that no question or engine will use, and refuse
+        a file that answers nothing of this sweep (a 0% that is really a wrong file)."""
+        engines = [(spec.name, spec.dialect) for spec in self.engines]
+        all_ids = [q.id for q in self.dataset.questions]
         for predictor in self.predictors:
             if isinstance(predictor, FilePredictor):
                 self.problems.extend(str(p) for p in predictor.problems)
-        self._check_or_write_run_file()
-        questions = self._questions()
-        done = self.store.done_keys()
+                audit = predictor.audit(all_ids, engines, selected=[q.id for q in questions],
+                                        dataset=self.dataset.name)
+                audit.require_match()
+                self.problems.extend(audit.warnings())
+
+    def _database_fingerprint(self, db_id: str) -> str:
+        """Content digest of a source database (what a record's verdict was computed over)."""
+        with connect(self.dataset.database_url(db_id), read_only=True) as source:
+            return source.fingerprint()
+
+    def _engine_key(self, spec: EngineSpec) -> EngineInfo:
+        """What a predictor's input digest may depend on about an engine (no connection)."""
+        return EngineInfo(name=spec.name, dialect=spec.dialect)
+
+    # -- planning -------------------------------------------------------------------------------
+    def _plan_work(self, questions: list[Question]) -> tuple[dict[str, list[_WorkItem]], int, int, int]:
+        """Split this invocation's work into what is done (identical inputs) and what to run;
+        set aside records whose inputs changed. Returns (pending per engine, resumed,
+        re-evaluated, superseded outside the selection)."""
+        latest = {record_key(r): r for r in self.store.latest_records()}
         pending: dict[str, list[_WorkItem]] = {e.name: [] for e in self.engines}
+        stale: set[RecordKey] = set()
         resumed = 0
         for question in questions:
             for predictor in self.predictors:
                 for engine in self.engines:
-                    if (self.dataset.name, question.id, predictor.name, engine.name) in done:
+                    key = (self.dataset.name, question.id, predictor.name, engine.name)
+                    inputs = self._inputs.of(question, predictor, self._engine_key(engine))
+                    record = latest.get(key)
+                    if record is not None and record.get("inputs") == inputs:
                         resumed += 1
-                    else:
-                        pending[engine.name].append(_WorkItem(question, predictor))
+                        continue
+                    if record is not None:
+                        stale.add(key)
+                    pending[engine.name].append(_WorkItem(question, predictor, inputs))
+        reevaluated = len(stale)
+        # Records of the same predictors and engines outside this selection are checked too:
+        # a stale one must not stand in the summary as if it were current.
+        selected = {q.id for q in questions}
+        by_id = {q.id: q for q in self.dataset.questions}
+        predictors = {p.name: p for p in self.predictors}
+        engines = {e.name: e for e in self.engines}
+        for key, record in latest.items():
+            dataset, question_id, predictor_name, engine_name = key
+            if (dataset != self.dataset.name or question_id in selected
+                    or predictor_name not in predictors or engine_name not in engines
+                    or question_id not in by_id):
+                continue
+            inputs = self._inputs.of(by_id[question_id], predictors[predictor_name],
+                                     self._engine_key(engines[engine_name]))
+            if record.get("inputs") != inputs:
+                stale.add(key)
+        rewrite = self.store.compact(keep=lambda r: record_key(r) not in stale)
+        if rewrite.damaged:
+            shown = ", ".join(map(str, rewrite.damaged[:5]))
+            self.problems.append(
+                f"{self.store.path}: dropped {len(rewrite.damaged)} damaged line(s) (line "
+                f"{shown}{', ...' if len(rewrite.damaged) > 5 else ''}); their work is redone")
+        self._damaged = len(rewrite.damaged)
+        return pending, resumed, reevaluated, len(stale) - reevaluated
+
+    # -- main ---------------------------------------------------------------------------------
+    def run(self) -> SweepOutcome:
+        started = time.perf_counter()
+        questions = self._questions()
+        self._audit_prediction_files(questions)  # before anything is written: may refuse the run
+        plan = self._check_or_write_run_file(questions)
+        pending, resumed, reevaluated, superseded = self._plan_work(questions)
+        # Whatever happens from here (a kill included), the files on disk say the run is not
+        # finished until the end of this method rewrites them.
+        self._write_progress_reports(plan, "running")
         cache = ExecutionCache(cache_dir() / "executions.sqlite") if self.config.use_cache else None
         fleet = EngineFleet(cache_dir(), self.dataset.name)
-        schemas = self.schemas
         dead: dict[str, str] = {}
-        written = 0
-        interrupted = False
+        signals = StopSignals(stop=self._request_stop, cancel=self._request_cancel,
+                              say=self.observer.message)
         try:
-            need_gold = {item.question.id: item.question for items in pending.values() for item in items}
-            golds = self._run_golds(list(need_gold.values()), fleet, cache)
-            total = sum(len(v) for v in pending.values())
-            self.observer.phase("predictions", total)
-            for predictor in self.predictors:
-                if predictor.concurrent:
-                    requests = sum(1 for items in pending.values() for i in items if i.predictor is predictor)
-                    self.observer.generation(predictor.name, requests)
-            with self.store.open_for_append() as out, ThreadPoolExecutor(
-                max_workers=max(1, len(self.engines)), thread_name_prefix="engine"
-            ) as pool:
-                futures = [
-                    pool.submit(self._engine_worker, spec, pending[spec.name], golds, fleet, cache, out, dead,
-                                schemas)
-                    for spec in self.engines if pending[spec.name]
-                ]
-                try:
-                    remaining = set(futures)
-                    while remaining:  # short waits keep the main thread responsive to Ctrl-C
-                        _finished, remaining = wait(remaining, timeout=0.25)
-                except KeyboardInterrupt:
-                    interrupted = True
-                    # workers finish the statement they are on, write its record, and stop
-                    self._stop.set()
-                    wait(futures)
-                for future in futures:
-                    future.result()  # re-raise a worker's unexpected error
-            written = self._written
-        except KeyboardInterrupt:
-            interrupted = True
-            self._stop.set()
+            with signals:
+                worker = threading.Thread(target=self._work_guarded, name="sweep",
+                                          args=(pending, fleet, cache, dead), daemon=True)
+                worker.start()
+                while worker.is_alive():  # short joins keep the main thread free for signals
+                    worker.join(0.25)
+            if self._crash is not None:
+                raise self._crash
         finally:
             for predictor in self.predictors:
                 predictor.close()
@@ -271,17 +393,81 @@ class Sweep:
             hits = cache.hits if cache else 0
             if cache:
                 cache.close()
-        summary = summarize(self.store.latest_records())
-        if self.store.damaged_lines:
-            self.problems.append(
-                f"{self.store.path}: skipped {len(self.store.damaged_lines)} damaged line(s) "
-                f"(e.g. line {self.store.damaged_lines[0]}); their work was redone"
-            )
+        records = self.store.latest_records()
+        summary = summarize(records, sorted(plan.pending(records)))
         return SweepOutcome(
-            run_dir=self.run_dir, summary=summary, written=written, resumed=resumed,
-            problems=self.problems, dead_engines=dead, interrupted=interrupted,
+            run_dir=self.run_dir, summary=summary, written=self._written, resumed=resumed,
+            problems=self.problems, dead_engines=dead, interrupted=signals.interrupted,
             cache_hits=hits, elapsed=time.perf_counter() - started, models=self.model_usage(),
+            reevaluated=reevaluated, superseded=superseded, unavailable=dict(self._unavailable),
+            broken_databases=_broken_databases(records), internal_errors=list(self._internal_errors),
+            damaged_lines=self._damaged,
         )
+
+    def _write_progress_reports(self, plan: RunPlan, status: str) -> None:
+        from polysql.analysis.report import write_reports
+
+        records = self.store.latest_records()
+        summary = summarize(records, sorted(plan.pending(records)))
+        if summary.complete:
+            return  # nothing to do: the files written by the run that finished are current
+        run_info = json.loads((self.run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        write_reports(summary, self.run_dir, run_info, status=status)
+
+    def _request_stop(self) -> None:
+        with self._running_lock:
+            running = len(self._running)
+        self._stop.set()
+        if running:
+            self.observer.message(
+                f"stopping: waiting for {running} running statement(s) (up to "
+                f"{self.config.timeout:g} s); Ctrl-C again to cancel them")
+        else:
+            self.observer.message("stopping: Ctrl-C again to stop at once")
+
+    def _request_cancel(self) -> None:
+        self._stop.set()
+        self._cancel.set()
+        with self._running_lock:
+            running = list(self._running.values())
+        self.observer.message(f"cancelling {len(running)} running statement(s); their work stays "
+                              "pending; Ctrl-C again to exit at once")
+        for backend in running:
+            try:
+                backend.cancel()
+            except Exception as exc:  # noqa: BLE001 - a failed cancel must not stop the others
+                self.observer.message(f"could not cancel a statement on {backend.name}: {exc}")
+
+    def _work_guarded(self, pending: dict[str, list[_WorkItem]], fleet: EngineFleet,
+                      cache: ExecutionCache | None, dead: dict[str, str]) -> None:
+        try:
+            self._work(pending, fleet, cache, dead)
+        except BaseException as exc:  # handed to the main thread, raised there
+            self._crash = exc
+
+    def _work(self, pending: dict[str, list[_WorkItem]], fleet: EngineFleet,
+              cache: ExecutionCache | None, dead: dict[str, str]) -> None:
+        need_gold = {item.question.id: item.question for items in pending.values() for item in items}
+        golds = self._run_golds(list(need_gold.values()), fleet, cache)
+        if self._stop.is_set():
+            return
+        total = sum(len(v) for v in pending.values())
+        self.observer.phase("predictions", total)
+        for predictor in self.predictors:
+            if predictor.concurrent:
+                requests = sum(1 for items in pending.values() for i in items if i.predictor is predictor)
+                self.observer.generation(predictor.name, requests)
+        with self.store.open_for_append() as out, ThreadPoolExecutor(
+            max_workers=max(1, len(self.engines)), thread_name_prefix="engine"
+        ) as pool:
+            futures = [
+                pool.submit(self._engine_worker, spec, pending[spec.name], golds, fleet, cache, out,
+                            dead, self.schemas)
+                for spec in self.engines if pending[spec.name]
+            ]
+            wait(futures)
+            for future in futures:
+                future.result()  # re-raise a worker's unexpected error
 
     def model_usage(self) -> dict[str, dict[str, Any]]:
         """Per model predictor of this invocation: calls, cache hits, tokens, wall time."""
@@ -310,7 +496,10 @@ class Sweep:
             backend = fleet.backend(spec, question.db_id, source)
             fingerprint = fleet.fingerprint(spec, question.db_id)
             run = functools.partial(self._execute, backend, spec, fingerprint, cache=cache)
-            golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
+            try:
+                golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
+            except _Cancelled:
+                break
             self._gold_rerun[question.id] = run
             self.observer.advance()
         return golds
@@ -318,6 +507,10 @@ class Sweep:
     # -- execution ----------------------------------------------------------------------------
     def _execute(self, backend: Backend, spec: EngineSpec, fingerprint: str, sql: str,
                  *, cache: ExecutionCache | None) -> Result:
+        """Run (or fetch from the cache) one statement. Raises _Cancelled when the user
+        cancelled it: such a result is neither cached nor judged."""
+        if self._cancel.is_set():
+            raise _Cancelled
         key = None
         if cache is not None:
             key = execution_key(
@@ -328,7 +521,16 @@ class Sweep:
             cached = cache.get(key)
             if cached is not None:
                 return cached
-        result = backend.execute(sql, timeout=self.config.timeout, max_rows=self.config.max_rows)
+        me = threading.get_ident()
+        with self._running_lock:
+            self._running[me] = backend
+        try:
+            result = backend.execute(sql, timeout=self.config.timeout, max_rows=self.config.max_rows)
+        finally:
+            with self._running_lock:
+                self._running.pop(me, None)
+        if self._cancel.is_set():
+            raise _Cancelled
         if cache is not None and key is not None:
             cache.put(key, result)
         return result
@@ -361,18 +563,40 @@ class Sweep:
                 if ready:
                     for future in ready:
                         item = generating.pop(future)
-                        if self._stop.is_set() or not self._process(
-                                spec, info, item, future.result(), golds, fleet, cache, out, dead, schemas):
+                        if self._stop.is_set() or not self._process_isolated(
+                                spec, info, item, future, golds, fleet, cache, out, dead, schemas):
                             return
                 elif inline:
-                    if not self._process(spec, info, inline.popleft(), None, golds, fleet, cache, out,
-                                         dead, schemas):
+                    if not self._process_isolated(spec, info, inline.popleft(), None, golds, fleet,
+                                                  cache, out, dead, schemas):
                         return
                 else:  # short waits keep Ctrl-C and dead engines responsive
                     wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
         finally:
             for future in generating:
                 future.cancel()  # requests not yet sent; the work stays pending for a resume
+
+    def _process_isolated(self, spec: EngineSpec, info: EngineInfo, item: _WorkItem,
+                          future: Future[Prediction] | None, golds: dict[str, GoldRuns],
+                          fleet: EngineFleet, cache: ExecutionCache | None, out: Any,
+                          dead: dict[str, str], schemas: SchemaCatalog) -> bool:
+        """One item, kept from taking the others down: a bug hit by one item leaves that item
+        pending and reported, and the sweep goes on (polysql's own errors still propagate)."""
+        try:
+            prediction = future.result() if future is not None else None
+            return self._process(spec, info, item, prediction, golds, fleet, cache, out, dead,
+                                 schemas)
+        except _Cancelled:
+            return False
+        except (PolysqlError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded as an internal error, never as a verdict
+            what = (f"question {item.question.id} / {item.predictor.name} / {spec.name}: "
+                    f"{type(exc).__name__}: {exc}")
+            with self._write_lock:
+                self._internal_errors.append((what, traceback.format_exc()))
+            self.observer.message(f"internal error (work left pending): {what}")
+            return True
 
     def _generation_done(self, predictor: str, future: Future[Prediction]) -> None:
         if not future.cancelled():
@@ -407,6 +631,14 @@ class Sweep:
             return None
         return replace(info, version=version, schema=schema)
 
+    def _unanswered(self, item: _WorkItem, why: str) -> None:
+        """The predictor got no answer for reasons outside the system under test: count it as
+        pending (no record), so the next run asks again."""
+        name = item.predictor.name
+        with self._write_lock:
+            _reason, count = self._unavailable.get(name, (why, 0))
+            self._unavailable[name] = (why, count + 1)
+
     def _process(self, spec: EngineSpec, info: EngineInfo, item: _WorkItem, prediction: Prediction | None,
                  golds: dict[str, GoldRuns], fleet: EngineFleet, cache: ExecutionCache | None, out: Any,
                  dead: dict[str, str], schemas: SchemaCatalog) -> bool:
@@ -425,6 +657,14 @@ class Sweep:
             if engine is None:
                 return False
             prediction = item.predictor.predict(question, engine)
+        problem = text_problem(prediction.sql) if prediction.sql is not None else None
+        if problem is not None:  # text no engine driver can take as it is
+            prediction = Prediction(sql=None, failure=f"invalid_prediction: the SQL holds a {problem}",
+                                    meta=prediction.meta)
+        if prediction.unavailable is not None:
+            self._unanswered(item, prediction.unavailable)
+            self.observer.advance()
+            return True
         result: Result | None = None
         verdict: Verdict
         if prediction.sql is None:
@@ -444,7 +684,7 @@ class Sweep:
                     return False
             verdict = judge(gold, result, self._gold_rerun.get(question.id), **self.config.policy)
         record = self._record(question, item.predictor, spec, backend, prediction.sql,
-                              prediction.failure, prediction.meta, gold, result, verdict)
+                              prediction.failure, prediction.meta, gold, result, verdict, item.inputs)
         with self._write_lock:
             out.write(record)
             self._written += 1
@@ -453,7 +693,7 @@ class Sweep:
 
     def _record(self, question: Question, predictor: Predictor, spec: EngineSpec, backend: Backend,
                 sql: str | None, failure: str | None, meta: dict[str, Any], gold: GoldRuns,
-                result: Result | None, verdict: Verdict) -> dict[str, Any]:
+                result: Result | None, verdict: Verdict, inputs: Inputs) -> dict[str, Any]:
         if gold.result.error is not None:
             status = "invalid_gold"
         elif sql is None:
@@ -488,8 +728,26 @@ class Sweep:
             "prediction_meta": meta,
             "pred": _result_summary(result),
             "gold": _result_summary(gold.result),
+            # digests of what produced this record: a resume re-evaluates it when they change
+            "inputs": inputs,
             "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+
+
+def _broken_databases(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Databases on which every gold query failed: nothing about any candidate can be judged
+    there, which almost always means the database itself is empty or unreadable."""
+    by_db: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        by_db.setdefault((record["dataset"], str(record.get("db_id"))), []).append(record)
+    broken: dict[str, str] = {}
+    for (_dataset, db_id), group in sorted(by_db.items()):
+        if group and all(r["status"] == "invalid_gold" for r in group):
+            questions = sorted({str(r["question_id"]) for r in group})
+            error = ((group[0].get("gold") or {}).get("error") or {}).get("message", "unknown error")
+            broken[db_id] = (f"all {len(questions)} gold quer{'y' if len(questions) == 1 else 'ies'} "
+                             f"failed (first: {error})")
+    return broken
 
 
 def _result_summary(result: Result | None) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ def words(text: str) -> int:
 
 
 class ChatEndpoint:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.responder: Responder = lambda body: (200, "```sql\nSELECT 1\n```")
         self.delay = 0.0
         self.finish_reason = "stop"
@@ -38,7 +38,7 @@ class ChatEndpoint:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

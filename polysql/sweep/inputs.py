@@ -1,0 +1,46 @@
+"""Bind each record to what produced it, so a resumed sweep never keeps a stale verdict.
+
+A record carries ``inputs``: a digest of the prediction's inputs (the SQL of a predictions file,
+the gold for ``gold``, sqlglot's version and the gold for ``transpile``, the prompt's ingredients
+and model settings for a model), of the gold SQL, and the fingerprint of the source database. On
+resume a record whose digests differ from today's is re-evaluated; an identical one is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from polysql.core.digest import content_digest
+from polysql.datasets.base import Question
+from polysql.predictors import EngineInfo, Predictor
+
+Inputs = dict[str, str]
+
+
+def gold_digest(question: Question) -> str:
+    return content_digest("gold-sql", question.gold_sql, question.source_dialect)
+
+
+class RecordInputs:
+    """Today's ``inputs`` for any (question, predictor, engine) of one dataset.
+
+    ``database_fingerprint(db_id)`` gives the source database's content digest; it is asked once
+    per database (hashing a large database is the only costly part).
+    """
+
+    def __init__(self, database_fingerprint: Callable[[str], str]) -> None:
+        self._fingerprint_of = database_fingerprint
+        self._fingerprints: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def database(self, db_id: str) -> str:
+        with self._lock:
+            if db_id not in self._fingerprints:
+                self._fingerprints[db_id] = self._fingerprint_of(db_id)
+            return self._fingerprints[db_id]
+
+    def of(self, question: Question, predictor: Predictor, engine: EngineInfo) -> Inputs:
+        return {"prediction": predictor.input_digest(question, engine),
+                "gold": gold_digest(question),
+                "database": self.database(question.db_id)}

@@ -1,0 +1,181 @@
+"""Run integrity through the CLI: every number a sweep prints is current, complete or says it is
+not. Real SQLite and DuckDB engines, the bundled demo dataset and hand-made BIRD folders."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from polysql.cli import EXIT_DATA, EXIT_INCOMPLETE, main
+from polysql.store import RESULTS_FILE, SUPERSEDED_FILE, ResultsStore
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
+    return cache
+
+
+def sweep(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def by_question(run: Path) -> dict[str, dict[str, object]]:
+    return {str(r["question_id"]): r for r in ResultsStore(run).latest_records()}
+
+
+def write_predictions(path: Path, sql_by_question: dict[str, str]) -> Path:
+    path.write_text("".join(json.dumps({"question_id": q, "sql": sql}) + "\n"
+                            for q, sql in sql_by_question.items()), encoding="utf-8")
+    return path
+
+
+GOLD_1 = "SELECT count(*) FROM customers"
+
+
+def demo_gold(question_id: str) -> str:
+    from polysql.datasets.registry import get_dataset
+
+    return get_dataset("demo").question(question_id).gold_sql
+
+
+def test_a_fixed_predictions_file_is_re_evaluated_and_the_old_verdict_set_aside(tmp_path: Path) -> None:
+    run, preds = tmp_path / "run", tmp_path / "preds.jsonl"
+    write_predictions(preds, {"demo-001": "SELECT 42", "demo-002": demo_gold("demo-002")})
+    args = ["--out", str(run), "--engines", "sqlite", "--limit", "2", "--predictor", f"m={preds}"]
+    code, output = sweep(*args)
+    assert code == 0, output
+    assert by_question(run)["demo-001"]["status"] == "mismatch"
+    write_predictions(preds, {"demo-001": demo_gold("demo-001"), "demo-002": demo_gold("demo-002")})
+    code, output = sweep(*args)
+    assert code == 0, output
+    assert "1 new records (1 re-evaluated: their inputs changed), 1 resumed" in output
+    records = by_question(run)
+    assert records["demo-001"]["status"] == "match"
+    assert records["demo-002"]["status"] == "match"
+    # one current record per key in results.jsonl; the replaced one kept aside, not lost
+    assert len((run / RESULTS_FILE).read_text().splitlines()) == 2
+    (old,) = [json.loads(line) for line in (run / SUPERSEDED_FILE).read_text().splitlines()]
+    assert old["question_id"] == "demo-001" and old["sql"] == "SELECT 42"
+    # unchanged inputs: everything resumes
+    code, output = sweep(*args)
+    assert code == 0 and "0 new records, 2 resumed" in output
+
+
+def test_a_reused_predictor_name_never_mixes_two_files(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    first = write_predictions(tmp_path / "a.jsonl", {f"demo-00{i}": demo_gold(f"demo-00{i}") for i in (1, 2, 3)})
+    second = write_predictions(tmp_path / "b.jsonl", {"demo-001": demo_gold("demo-001"),
+                                                     "demo-002": "SELECT 'other file'",
+                                                     "demo-003": demo_gold("demo-003")})
+    base = ["--out", str(run), "--engines", "sqlite,duckdb", "--limit", "3"]
+    assert sweep(*base, "--predictor", f"m={first}")[0] == 0
+    code, output = sweep(*base, "--predictor", f"m={second}")
+    assert code == 0, output
+    # only demo-002's SQL differs: its two records (one per engine) are redone, the rest kept
+    assert "2 new records (2 re-evaluated: their inputs changed), 4 resumed" in output
+    for record in ResultsStore(run).latest_records():
+        expected = json.loads([line for line in second.read_text().splitlines()
+                               if record["question_id"] in line][0])["sql"]
+        assert record["sql"] == expected
+
+
+def test_a_change_outside_the_selection_is_pending_not_stale(tmp_path: Path) -> None:
+    run, preds = tmp_path / "run", tmp_path / "preds.jsonl"
+    answers = {f"demo-00{i}": demo_gold(f"demo-00{i}") for i in (1, 2, 3)}
+    write_predictions(preds, answers)
+    base = ["--out", str(run), "--engines", "sqlite", "--predictor", f"m={preds}"]
+    assert sweep(*base, "--limit", "3")[0] == 0
+    write_predictions(preds, {**answers, "demo-003": "SELECT 'changed'"})
+    code, output = sweep(*base, "--limit", "2")
+    assert code == EXIT_INCOMPLETE, output
+    assert "1 set aside" in output and "INCOMPLETE: 1 pending" in output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["complete"] is False and summary["pending"] == 1
+    assert "INCOMPLETE" in (run / "report.md").read_text()
+    assert "INCOMPLETE" in (run / "report.html").read_text()
+    code, output = sweep(*base, "--limit", "3")
+    assert code == 0, output
+    assert by_question(run)["demo-003"]["status"] == "mismatch"
+    assert json.loads((run / "summary.json").read_text())["complete"] is True
+
+
+def test_damaged_lines_are_dropped_by_an_atomic_rewrite(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    base = ["--out", str(run), "--engines", "sqlite", "--predictor", "gold", "--limit", "4"]
+    assert sweep(*base)[0] == 0
+    path = run / RESULTS_FILE
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + '{"torn": tru\n' + "".join(lines[1:3]) + lines[3][:40])
+    code, output = sweep(*base)
+    assert code == 0, output
+    assert "dropped 2 damaged line(s) (line 2, 5)" in output
+    assert "2 new records" not in output and "1 new records, 3 resumed" in output
+    rows = [json.loads(line) for line in path.read_text().splitlines()]  # every line is JSON
+    assert sorted(r["question_id"] for r in rows) == ["demo-001", "demo-002", "demo-003", "demo-004"]
+
+
+def make_bird(root: Path, *, empty_db: str | None = None) -> Path:
+    """A BIRD-layout folder with two databases; ``empty_db`` is written as a 0-byte file."""
+    questions = []
+    for db_id in ("shop", "zoo"):
+        folder = root / "dev_databases" / db_id
+        folder.mkdir(parents=True)
+        path = folder / f"{db_id}.sqlite"
+        if db_id == empty_db:
+            path.write_bytes(b"")
+        else:
+            con = sqlite3.connect(path)
+            con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
+            con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b")])
+            con.commit()
+            con.close()
+        for n in range(2):
+            questions.append({"question_id": len(questions), "db_id": db_id, "question": f"q{n}",
+                              "evidence": "", "SQL": "SELECT count(*) FROM item",
+                              "difficulty": "simple"})
+    (root / "dev.json").write_text(json.dumps(questions))
+    return root
+
+
+def test_an_empty_database_fails_the_run_and_no_accuracy_is_shown_over_nothing(tmp_path: Path) -> None:
+    root = make_bird(tmp_path / "bird", empty_db="zoo")
+    run = tmp_path / "run"
+    code, output = sweep("--dataset", f"bird:{root}", "--out", str(run), "--engines", "sqlite",
+                         "--predictor", "gold")
+    assert code == EXIT_DATA, output
+    assert "database zoo: all 2 gold queries failed" in output
+    assert "no such table" in output
+    summary = json.loads((run / "summary.json").read_text())
+    (cell,) = summary["cells"]
+    assert cell["invalid_gold"] == 2 and cell["total"] == 2 and cell["accuracy"] == 1.0
+    # the same run over the broken database alone has nothing to count: no accuracy, never 0%
+    only_zoo = tmp_path / "run-zoo"
+    code, output = sweep("--dataset", f"bird:{root}", "--out", str(only_zoo), "--engines", "sqlite",
+                         "--predictor", "gold", "--question", "2", "--question", "3")
+    assert code == EXIT_DATA, output
+    assert "0.0%" not in output and "—" in output
+    (cell,) = json.loads((only_zoo / "summary.json").read_text())["cells"]
+    assert cell["accuracy"] is None and cell["ci_low"] is None and cell["invalid_gold"] == 2
+    csv_text = (only_zoo / "summary.csv").read_text().splitlines()
+    header, row = csv_text[0].split(","), csv_text[1].split(",")
+    assert row[header.index("accuracy")] == "" and row[header.index("invalid_gold")] == "2"
+    assert "| — |" in (only_zoo / "report.md").read_text()
+
+
+def test_a_complete_run_says_so_everywhere(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--engines", "sqlite", "--predictor", "gold",
+                         "--limit", "2")
+    assert code == 0, output
+    assert "INCOMPLETE" not in output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["complete"] is True and summary["status"] == "complete"
+    assert summary["pending"] == 0
+    assert "INCOMPLETE" not in (run / "report.md").read_text()

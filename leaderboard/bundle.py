@@ -480,8 +480,12 @@ def _check_aggregates(manifest: dict[str, Any], records: list[dict[str, Any]]) -
 
 def _same_aggregate(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
     accuracy = theirs.get("accuracy")
-    return (theirs.get("correct") == mine["correct"] and theirs.get("total") == mine["total"]
-            and isinstance(accuracy, (int, float))
+    if theirs.get("correct") != mine["correct"] or theirs.get("total") != mine["total"]:
+        return False
+    if mine["total"] == 0:
+        # nothing scored (every gold failed): no accuracy, or the 0.0 older bundles recorded
+        return accuracy is None or (type(accuracy) in (int, float) and accuracy == 0)
+    return (isinstance(accuracy, (int, float)) and not isinstance(accuracy, bool)
             and math.isclose(accuracy, mine["accuracy"], rel_tol=1e-12, abs_tol=1e-12))
 
 

@@ -29,6 +29,7 @@ from polysql.analysis.figures import mcnemar_figure, scope_title, tier_figure
 from polysql.analysis.findings import AccuracyRow, Findings, Settings, accuracy_rows, analyze
 from polysql.analysis.outcomes import Outcomes, merge_records
 from polysql.errors import ConfigError
+from polysql.leaderboard.merge import Override, merge_bundles, override_messages
 from polysql.leaderboard.site_assets import FAVICON_SVG, SITE_CSS, SITE_JS
 
 if TYPE_CHECKING:
@@ -42,6 +43,17 @@ STATUSES = ("match", "mismatch", "exec_error", "generation_failure", "invalid_go
 CSV_FIELDS = ("view", "dataset", "model", "engine", "dialect", "correct", "total", "accuracy",
               "ci_low", "ci_high", "delta", "delta_low", "delta_high", "paired")
 _CELL_FIELDS = CSV_FIELDS[5:]
+
+# Why a value is missing, shown on hover wherever the page shows "—" instead of a number.
+NO_SCORED = ("n=0: the gold query failed on every question here, so no prediction could be "
+             "scored")
+NO_VERSION = "the records name no engine version"
+NOT_IN_MANIFEST = "not recorded in the bundle's manifest"
+
+
+def _no_pair(engine: str, reference: str) -> str:
+    return (f"no difference to {reference}: no question of this model was scored on both "
+            f"{engine} and {reference}")
 
 
 def _e(value: object) -> str:
@@ -60,6 +72,21 @@ def _json_for_script(document: Any) -> str:
     # "<", ">" and "&" escaped so no value can close the <script> block it sits in
     text = json.dumps(document, indent=1, sort_keys=True, allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _blank(why: str) -> str:
+    """A value that is not there: a dash, with the reason on hover (never a raw None)."""
+    return f'<span class="missing" title="{_e(why)}">—</span>'
+
+
+def _shown(value: object, why: str) -> str:
+    """``value`` escaped, or a dash saying ``why`` when there is none."""
+    return _blank(why) if value is None or value == "" else _e(value)
+
+
+def _name(value: str) -> str:
+    """A model or bundle name that may be long and unbroken: the stylesheet lets it wrap."""
+    return f'<span class="name">{_e(value)}</span>'
 
 
 def _pct(x: float | None) -> str:
@@ -87,8 +114,26 @@ def _pooled(outcomes: Outcomes) -> Outcomes:
     return Outcomes(records, outcomes.runs)
 
 
-def _cell(row: AccuracyRow) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in _CELL_FIELDS}
+def _cell(row: AccuracyRow, reference: str | None) -> dict[str, Any]:
+    cell = {name: getattr(row, name) for name in _CELL_FIELDS}
+    if row.delta is None and reference is not None and row.engine != reference:
+        cell["delta_why"] = _no_pair(row.engine, reference)
+    return cell
+
+
+def _zero_cell() -> dict[str, Any]:
+    """A model x engine with records but nothing scored (every gold failed): n=0, no accuracy."""
+    cell: dict[str, Any] = dict.fromkeys(_CELL_FIELDS)
+    cell.update(correct=0, total=0, why=NO_SCORED)
+    return cell
+
+
+def _unscored(records: Sequence[dict[str, Any]], rows: Sequence[AccuracyRow],
+              dataset: str | None) -> set[tuple[str, str]]:
+    """(model, engine) pairs of ``dataset`` (None: all) with records but no accuracy row."""
+    have = {(r.predictor, r.engine) for r in rows}
+    return {(r["predictor"], r["engine"]) for r in records
+            if dataset is None or r["dataset"] == dataset} - have
 
 
 def _run_names(bundles: Sequence[Bundle]) -> list[str]:
@@ -111,7 +156,10 @@ def _sources(bundles: Sequence[Bundle], names: Sequence[str]) -> list[dict[str, 
             "fingerprint": dataset.get("fingerprint"),
             "polysql": manifest.get("polysql"),
             "created_at": manifest.get("created_at"),
-            "predictors": [p.get("name") for p in manifest.get("predictors") or []],
+            "predictors": [p["name"] for p in manifest.get("predictors") or []
+                           if isinstance(p, dict) and p.get("name")],
+            "renamed": {p["name"]: p["renamed_from"] for p in manifest.get("predictors") or []
+                        if isinstance(p, dict) and "renamed_from" in p},
             "records": len(bundle.records),
         })
     return out
@@ -129,14 +177,16 @@ def _leaderboard(outcomes: Outcomes, findings: Findings, settings: Settings,
                       [r for r in findings.accuracy if r.dataset == dataset]))
     engines = sorted(findings.engines, key=lambda e: (e != findings.reference, e))
     rows = []
-    for key, _label, accuracy in views:
-        by_model: dict[str, dict[str, Any]] = {}
+    for key, label, accuracy in views:
+        dataset = None if key == "all" else label
+        cells: dict[str, dict[str, Any]] = defaultdict(dict)
         for row in accuracy:
-            entry = by_model.setdefault(row.predictor, {
-                "view": key, "dataset": row.dataset, "model": row.predictor,
-                "href": f"models/{slugs[row.predictor]}.html", "cells": {}})
-            entry["cells"][row.engine] = _cell(row)
-        rows.extend(by_model[m] for m in sorted(by_model))
+            cells[row.predictor][row.engine] = _cell(row, findings.reference)
+        for model, engine in _unscored(outcomes.records, accuracy, dataset):
+            cells[model][engine] = _zero_cell()
+        rows.extend({"view": key, "dataset": ALL_DATASETS if dataset is None else dataset,
+                     "model": model, "href": f"models/{slugs[model]}.html",
+                     "cells": cells[model]} for model in sorted(cells))
     return {
         "format": "polysql-leaderboard",
         "format_version": 1,
@@ -195,18 +245,40 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: 
             f"<tbody>\n{body}</tbody></table></div>")
 
 
-def _index_page(document: dict[str, Any], findings: Findings, *, rewrite: bool = False) -> str:
+def _models_cell(source: dict[str, Any]) -> str:
+    renamed = source.get("renamed") or {}
+    return ", ".join(
+        _name(str(name)) + (f' <span class="muted">(submitted as {_e(renamed[name])})</span>'
+                            if name in renamed else "")
+        for name in source["predictors"])
+
+
+def _overrides_note(overrides: Sequence[Override]) -> str:
+    """The results left out because another bundle was preferred, named on the page itself."""
+    if not overrides:
+        return ""
+    shown = [Override(o.claim, Path(o.winner).name, Path(o.loser).name, o.kept, o.dropped,
+                      o.records) for o in overrides]
+    items = "".join(f"<li>{_e(line.removeprefix('overridden: '))}</li>"
+                    for line in override_messages(shown))
+    return ('<p class="note">Results two submissions both held, resolved in favour of one '
+            f'(<code>--prefer</code>):</p><ul class="note">{items}</ul>')
+
+
+def _index_page(document: dict[str, Any], findings: Findings, *, rewrite: bool = False,
+                overrides: Sequence[Override] = ()) -> str:
     reference = document["reference"]
     drop = (f"Below each accuracy: the difference to <strong>{_e(reference)}</strong> on the "
             "questions both engines evaluated for that model (negative = drop; hover for its "
             "95% paired bootstrap interval)." if reference is not None
             else "No SQLite engine in these bundles, so no drops are shown.")
-    models = "".join(f'<li><a href="{_e(r["href"])}">{_e(r["model"])}</a></li>'
+    models = "".join(f'<li><a href="{_e(r["href"])}">{_name(r["model"])}</a></li>'
                      for r in {row["model"]: row for row in document["rows"]}.values())
     sources = _table(
         ["Bundle", "Dataset", "Models", "polysql", "Created", "Questions", "Records"],
-        [[_e(s["bundle"]), _e(s["dataset"]), _e(", ".join(str(p) for p in s["predictors"])),
-          _e(s["polysql"]), _e(s["created_at"]), _e(s["questions"]), _e(s["records"])]
+        [[_name(s["bundle"]), _shown(s["dataset"], NOT_IN_MANIFEST), _models_cell(s),
+          _shown(s["polysql"], NOT_IN_MANIFEST), _shown(s["created_at"], NOT_IN_MANIFEST),
+          _shown(s["questions"], NOT_IN_MANIFEST), _e(s["records"])]
          for s in document["sources"]], numeric_from=5)
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in findings.notes)
     body = f"""<h1>Text-to-SQL across SQL dialects</h1>
@@ -225,7 +297,8 @@ tests and difficulty tiers</a></p>
 <h2>Models</h2>
 <ul class="models">{models}</ul>
 <h2>Submissions</h2>
-{sources}"""
+{sources}
+{_overrides_note(overrides)}"""
     script = (f'<script type="application/json" id="leaderboard-data">'
               f"{_json_for_script(document)}</script>\n"
               '<script src="assets/leaderboard.js"></script>\n')
@@ -244,22 +317,23 @@ def _model_page(model: str, outcomes: Outcomes, findings: Findings,
     parts = [f"<h1>{_e(model)}</h1>",
              '<p><a href="../index.html">← Back to the leaderboard</a></p>']
     for dataset in findings.datasets:
-        rows = [r for r in findings.accuracy if r.predictor == model and r.dataset == dataset]
-        if not rows:
+        scored = {r.engine: r for r in findings.accuracy
+                  if r.predictor == model and r.dataset == dataset}
+        engines = sorted({e for d, e, _status in statuses if d == dataset},
+                         key=lambda e: (e != reference, e))
+        if not engines:
             continue
-        rows.sort(key=lambda r: (r.engine != reference, r.engine))
         table_rows = [
-            [_e(r.engine), _e(r.dialect), _e(", ".join(sorted(versions[r.engine])) or "—"),
-             _e(_pct(r.accuracy)), _e(f"{_pct(r.ci_low)} – {_pct(r.ci_high)}"),
-             _e("reference" if r.engine == reference else
-                f"{_points(r.delta)} [{_points(r.delta_low)}, {_points(r.delta_high)}] "
-                f"(n={r.paired})" if r.delta is not None else "—"),
-             *(_e(statuses[(dataset, r.engine, s)]) for s in STATUSES)]
-            for r in rows]
+            [_e(engine), _e(outcomes.dialect_of(engine)),
+             _shown(", ".join(sorted(versions[engine])), NO_VERSION),
+             *_accuracy_cells(scored.get(engine), engine, reference),
+             *(_e(statuses[(dataset, engine, s)]) for s in STATUSES)]
+            for engine in engines]
         delta_head = f"Δ vs {reference}" if reference is not None else "Δ"
         parts.append(f"<h2>Dataset {_e(dataset)}</h2>")
         parts.append(_table(["Engine", "Dialect", "Version", "Accuracy", "95% CI",
-                             _e(delta_head), *STATUSES], table_rows, numeric_from=3))
+                             _e(delta_head), *(s.replace("_", " ") for s in STATUSES)],
+                            table_rows, numeric_from=3))
     taxonomy = sorted((t for t in findings.taxonomy if t.predictor == model),
                       key=lambda t: (t.engine != reference, t.engine))
     parts.append("<h2>Error taxonomy</h2>")
@@ -276,14 +350,61 @@ def _model_page(model: str, outcomes: Outcomes, findings: Findings,
         parts.append(_table(["Signal", *map(_e, engines)], rows_html))
     else:
         parts.append("<p>No failed predictions.</p>")
-    settings = [(name, p.get("settings")) for bundle, name in zip(bundles, names, strict=True)
-                for p in bundle.manifest.get("predictors") or [] if p.get("name") == model]
-    if settings:
-        parts.append("<h2>Settings</h2>")
-        for name, value in settings:
-            parts.append(f"<h3>{_e(name)}</h3><pre>"
-                         f"{_e(json.dumps(value, indent=2, sort_keys=True))}</pre>")
+    parts.extend(_settings(model, bundles, names))
     return _page(model, "\n".join(parts), "../", rewrite=rewrite)
+
+
+def _accuracy_cells(row: AccuracyRow | None, engine: str, reference: str | None) -> list[str]:
+    """Accuracy, interval and difference to the reference; a dash with the reason for each
+    value that does not exist (n=0, no paired question, no reference engine)."""
+    if row is None:
+        return [_blank(NO_SCORED)] * 3
+    if engine == reference:
+        delta = "reference"
+    elif row.delta is not None:
+        delta = _e(f"{_points(row.delta)} [{_points(row.delta_low)}, {_points(row.delta_high)}] "
+                   f"(n={row.paired})")
+    elif reference is None:
+        delta = _blank("no SQLite engine in these bundles to compare with")
+    else:
+        delta = _blank(_no_pair(engine, reference))
+    return [_e(_pct(row.accuracy)), _e(f"{_pct(row.ci_low)} – {_pct(row.ci_high)}"), delta]
+
+
+def _settings(model: str, bundles: Sequence[Bundle], names: Sequence[str]) -> list[str]:
+    """What each submission recorded about the model (everything but its name), per bundle of
+    the model that still has records in the build (a bundle overridden by --prefer has none)."""
+    parts = []
+    for bundle, name in zip(bundles, names, strict=True):
+        if not any(r["predictor"] == model for r in bundle.records):
+            continue
+        for entry in bundle.manifest.get("predictors") or []:
+            if not isinstance(entry, dict) or entry.get("name") != model:
+                continue
+            described = {k: v for k, v in entry.items() if k not in ("name", "renamed_from")}
+            parts.append(f"<h3>{_name(name)}</h3>")
+            if "renamed_from" in entry:
+                parts.append(f'<p class="note">Submitted as {_name(str(entry["renamed_from"]))}, '
+                             "shown under this name (<code>--as</code>).</p>")
+            parts.append(_table(["Setting", "Value"], _setting_rows(described), numeric_from=2)
+                         if described else '<p class="muted">No settings recorded.</p>')
+    return ["<h2>Settings</h2>", *parts] if parts else []
+
+
+def _setting_rows(settings: dict[str, Any], prefix: str = "") -> list[list[str]]:
+    """Nested settings as (dotted key, value) rows; an unset value is a dash, not "null"."""
+    rows: list[list[str]] = []
+    for key in sorted(settings, key=str):
+        value, name = settings[key], f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            rows.extend(_setting_rows(value, f"{name}."))
+        elif value is None or value == {} or value == []:
+            rows.append([_e(name), _blank("not set in the submission")])
+        elif isinstance(value, list):
+            rows.append([_e(name), f"<code>{_e(json.dumps(value, sort_keys=True))}</code>"])
+        else:
+            rows.append([_e(name), _e(value if isinstance(value, str) else json.dumps(value))])
+    return rows
 
 
 def _significance_page(findings: Findings, figures: dict[str, Path | None],
@@ -336,16 +457,21 @@ def _png(paths: list[Path]) -> Path | None:
 
 def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
                settings: Settings | None = None,
-               rewrite_ledgers: Sequence[Path] = ()) -> list[Path]:
+               rewrite_ledgers: Sequence[Path] = (),
+               overrides: Sequence[Override] = ()) -> list[Path]:
     """Write the static site for ``bundles`` into ``out_dir``; returns every file written.
 
-    Records of all bundles are merged (a later ``recorded_at`` wins where two hold the same
-    outcome). Files of an earlier build that this one does not write are left in place.
+    Two bundles holding results for the same (dataset, predictor, engine) are refused with a
+    BundleError before anything is written: resolve them first with
+    :func:`polysql.leaderboard.merge.merge_bundles` (renames, a preferred bundle) and pass its
+    ``bundles``, and its ``overrides`` so the site says which results were left out.
+    Files of an earlier build that this one does not write are left in place.
     ``rewrite_ledgers`` (``ledger.json`` files of rewrite runs) add ``rewrite.html`` and its
     downloads, linked from every page.
     """
     if not bundles:
         raise ConfigError("no bundle given: the leaderboard needs at least one submission")
+    merge_bundles(bundles)  # no record may silently replace another's
     rewrite_outcomes = None
     if rewrite_ledgers:
         # imported here: site_rewrite draws its page with this module's helpers
@@ -371,7 +497,8 @@ def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
     _write(out_dir / "leaderboard.json",
            json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n", written)
     _write(out_dir / "leaderboard.csv", _csv(document), written)
-    _write(out_dir / "index.html", _index_page(document, findings, rewrite=rewrite), written)
+    _write(out_dir / "index.html",
+           _index_page(document, findings, rewrite=rewrite, overrides=overrides), written)
     for model, slug in slugs.items():
         _write(out_dir / "models" / f"{slug}.html",
                _model_page(model, outcomes, findings, bundles, names, rewrite=rewrite), written)

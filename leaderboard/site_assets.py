@@ -17,7 +17,10 @@ SITE_CSS = """\
         --bad: #b3261e; --good: #1e7b34; }
 * { box-sizing: border-box; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink);
-       margin: 0 auto; max-width: 1200px; padding: 1.2rem 1.5rem 3rem; }
+       margin: 0 auto; max-width: 1400px; padding: 1.2rem 1.5rem 3rem; }
+/* long unbroken names (models, bundles, paths) wrap instead of widening the page */
+h1, h2, h3, p, li, figcaption { overflow-wrap: anywhere; }
+.name { display: inline-block; max-width: 24rem; overflow-wrap: anywhere; vertical-align: top; }
 a { color: var(--accent); }
 h1 { font-size: 1.6rem; margin: .2rem 0 .6rem; }
 h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid var(--line); }
@@ -26,7 +29,8 @@ nav.top { display: flex; gap: 1.2rem; flex-wrap: wrap; font-size: .95rem; margin
 p.note, .muted { color: var(--muted); font-size: .9rem; }
 .controls { display: flex; gap: 1rem; align-items: center; margin: .8rem 0; }
 select { font: inherit; padding: .15rem .4rem; }
-.table-wrap { overflow-x: auto; }
+/* a table wider than the page scrolls inside its own box, the page never does */
+.table-wrap { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .6rem 0; }
 th, td { border-bottom: 1px solid var(--line); padding: .35rem .7rem; text-align: left;
          vertical-align: top; }
@@ -47,7 +51,7 @@ th .dialect { display: block; font-weight: 400; font-size: .8rem; color: var(--m
 .delta.neg { color: var(--bad); }
 .delta.pos { color: var(--good); }
 .ref { display: block; font-size: .8rem; color: var(--muted); font-style: italic; }
-.missing { color: var(--muted); }
+.missing { color: var(--muted); cursor: help; }
 .sig { font-weight: 700; color: var(--bad); }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
@@ -65,8 +69,11 @@ SITE_JS = """\
   var summary = document.getElementById("row-count");
   var state = { view: data.views.length ? data.views[0].key : null, key: null, dir: 1 };
 
-  function pct(x) { return (100 * x).toFixed(1) + "%"; }
+  // A value the data lacks (null) is never printed: the page shows a dash saying why.
+  function isNum(x) { return typeof x === "number" && isFinite(x); }
+  function pct(x) { return isNum(x) ? (100 * x).toFixed(1) + "%" : "\\u2014"; }
   function points(x) {
+    if (!isNum(x)) { return "\\u2014"; }
     var v = 100 * x;
     var sign = v > 0.00005 ? "+" : (v < -0.00005 ? "\\u2212" : "\\u00B1");
     return sign + Math.abs(v).toFixed(1) + " pts";
@@ -78,10 +85,16 @@ SITE_JS = """\
     return node;
   }
 
+  function blank(why, cls) {
+    var node = el("span", "missing" + (cls ? " " + cls : ""), "\\u2014");
+    node.title = why;
+    return node;
+  }
+
   function sortValue(row, key) {
     if (key === "model") { return row.model.toLowerCase(); }
     var cell = row.cells[key];
-    return cell ? cell.accuracy : null;
+    return cell && isNum(cell.accuracy) ? cell.accuracy : null;
   }
 
   function compare(a, b) {
@@ -110,25 +123,38 @@ SITE_JS = """\
       render();
     });
     th.appendChild(button);
-    if (dialect && dialect !== label) { th.appendChild(el("span", "dialect", dialect)); }
+    if (dialect && dialect !== label) { th.appendChild(el("span", "dialect", String(dialect))); }
     return th;
   }
 
-  function accuracyCell(cell, engine) {
+  function accuracyCell(cell, engine, row) {
     var td = el("td", "num");
     td.setAttribute("data-engine", engine);
-    if (!cell) { td.appendChild(el("span", "missing", "\\u2014")); return td; }
+    if (!cell) {
+      td.appendChild(blank("no records: " + row.model + " was not run on " + engine +
+                           (row.view === "all" ? "" : " for dataset " + row.dataset)));
+      return td;
+    }
+    if (!isNum(cell.accuracy)) {
+      td.appendChild(blank(cell.why || "no accuracy: no question could be scored", "acc"));
+      td.appendChild(el("span", "count", "n=" + (isNum(cell.total) ? cell.total : 0)));
+      return td;
+    }
     td.appendChild(el("span", "acc", pct(cell.accuracy)));
-    td.appendChild(el("span", "ci", "[" + pct(cell.ci_low) + ", " + pct(cell.ci_high) + "]"));
+    if (isNum(cell.ci_low) && isNum(cell.ci_high)) {
+      td.appendChild(el("span", "ci", "[" + pct(cell.ci_low) + ", " + pct(cell.ci_high) + "]"));
+    }
     td.appendChild(el("span", "count", cell.correct + " / " + cell.total));
     if (engine === data.reference) {
       td.appendChild(el("span", "ref", "reference"));
-    } else if (cell.delta !== null && cell.delta !== undefined) {
+    } else if (isNum(cell.delta)) {
       var cls = "delta" + (cell.delta < 0 ? " neg" : (cell.delta > 0 ? " pos" : ""));
       var delta = el("span", cls, points(cell.delta));
       delta.title = "vs " + data.reference + " on " + cell.paired + " questions both evaluated, " +
         "95% bootstrap [" + points(cell.delta_low) + ", " + points(cell.delta_high) + "]";
       td.appendChild(delta);
+    } else if (data.reference) {
+      td.appendChild(blank(cell.delta_why || "no difference to " + data.reference, "delta"));
     }
     return td;
   }
@@ -148,11 +174,13 @@ SITE_JS = """\
       tr.setAttribute("data-model", row.model);
       var name = el("th");
       name.scope = "row";
-      var link = el("a", "", row.model);
+      var link = el("a", "name", row.model);
       link.href = row.href;
       name.appendChild(link);
       tr.appendChild(name);
-      data.engines.forEach(function (e) { tr.appendChild(accuracyCell(row.cells[e.name], e.name)); });
+      data.engines.forEach(function (e) {
+        tr.appendChild(accuracyCell(row.cells[e.name], e.name, row));
+      });
     });
     summary.textContent = rows.length + (rows.length === 1 ? " model" : " models");
   }

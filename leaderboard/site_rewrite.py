@@ -26,7 +26,7 @@ from polysql.analysis.rewrite_ledger import (
 )
 from polysql.analysis.rewrite_model import OUTCOMES, CaseOutcome
 from polysql.errors import ConfigError
-from polysql.leaderboard.site import _e, _page
+from polysql.leaderboard.site import _blank, _e, _page
 
 __all__ = ["REWRITE_CSV_FIELDS", "REWRITE_FORMAT", "load_rewrite_ledgers", "write_rewrite_page"]
 
@@ -71,21 +71,28 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def _num_cell(value: float | int | None, shown: str) -> str:
-    exact = "" if value is None else f' data-value="{_e(repr(value))}"'
-    return f'<td class="num"{exact}>{_e(shown)}</td>'
+# why a cell has no value: shown on hover over its dash
+NO_SPEEDUP = "no consistent rewrite was timed, so there is no speedup to average"
+NO_VALID = "no consistent rewrite, so CGOQ@Valid averages over nothing"
+
+
+def _num_cell(value: float | int | None, shown: str, why: str = "") -> str:
+    if value is None:
+        return f'<td class="num">{_blank(why or "no value")}</td>'
+    return f'<td class="num" data-value="{_e(repr(value))}">{_e(shown)}</td>'
 
 
 def _row_cells(row: Row) -> str:
     cells = [_num_cell(row.n, str(row.n))]
     cells += [_num_cell(getattr(row, name), _percent(getattr(row, name)))
               for name, _header in _RATE_COLUMNS]
-    speedup = "—" if row.geomean_speedup is None else f"{row.geomean_speedup:.2f}×"
-    cells.append(_num_cell(row.geomean_speedup, speedup))
+    speedup = "" if row.geomean_speedup is None else f"{row.geomean_speedup:.2f}×"
+    cells.append(_num_cell(row.geomean_speedup, speedup, NO_SPEEDUP))
     cells.append(_num_cell(row.speedup_support, str(row.speedup_support)))
     cells.append(_num_cell(row.cgoq_at_n, f"{row.cgoq_at_n:.1f}"))
     cells.append(_num_cell(row.cgoq_at_valid,
-                           "—" if row.cgoq_at_valid is None else f"{row.cgoq_at_valid:.1f}"))
+                           "" if row.cgoq_at_valid is None else f"{row.cgoq_at_valid:.1f}",
+                           NO_VALID))
     return "".join(cells)
 
 

@@ -411,18 +411,29 @@ def leaderboard_pack(run_dir: Path, out: Path, dataset_spec: str | None) -> None
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--no-dataset-check", is_flag=True,
               help="Do not load the dataset to check its fingerprint (e.g. it is not available here).")
-def leaderboard_validate(bundles: tuple[Path, ...], no_dataset_check: bool) -> None:
-    """Recompute every aggregate from the records and check hashes, completeness and dataset.
-    Exit 0 when every bundle is valid, 4 when any is not."""
-    from polysql.leaderboard.bundle import is_valid, validate_bundle
+@click.option("--as", "renames", multiple=True, metavar="BUNDLE:PREDICTOR=NEWNAME",
+              help="Show PREDICTOR of BUNDLE as NEWNAME, so same-named predictors of two bundles "
+                   "both stay (repeatable; BUNDLE as given, or its file name).")
+@click.option("--prefer", multiple=True, metavar="BUNDLE",
+              help="BUNDLE wins every clash it is part of; what it overrides is reported "
+                   "(repeatable: an earlier --prefer wins over a later one).")
+def leaderboard_validate(bundles: tuple[Path, ...], no_dataset_check: bool,
+                         renames: tuple[str, ...], prefer: tuple[str, ...]) -> None:
+    """Recompute every aggregate from the records and check hashes, completeness and dataset,
+    then check the bundles can be built together (no two claim the same dataset x predictor x
+    engine, unless --as/--prefer say how). Exit 0 when all is valid, 4 when anything is not."""
+    from polysql.leaderboard.bundle import is_valid
+    from polysql.leaderboard.merge import validate_bundles
 
+    each, together = validate_bundles(bundles, check_dataset=not no_dataset_check,
+                                      renames=renames, prefer=prefer)
+    sets = [("together", together)] if len(bundles) > 1 or together else []
     failed = 0
-    for bundle in bundles:
-        problems = validate_bundle(bundle, check_dataset=not no_dataset_check)
+    for name, problems in [(str(path), found) for path, found in each] + sets:
         valid = is_valid(problems)
         failed += not valid
         verdict = "[green]valid[/]" if valid else "[bold red]invalid[/]"
-        stdout.print(f"{escape(str(bundle))}: {verdict}", highlight=False)
+        stdout.print(f"{escape(name)}: {verdict}", highlight=False)
         for problem in problems:
             stdout.print(f"  {escape(problem.code)}: {escape(problem.message)}", highlight=False)
     if failed:
@@ -436,22 +447,27 @@ def leaderboard_validate(bundles: tuple[Path, ...], no_dataset_check: bool) -> N
 @click.option("--no-dataset-check", is_flag=True, help="Do not load datasets to check fingerprints.")
 @click.option("--rewrite-ledger", "rewrite_ledgers", multiple=True, type=click.Path(path_type=Path),
               help="ledger.json of `polysql rewrite run` to show on a Rewriting page (repeatable).")
+@click.option("--as", "renames", multiple=True, metavar="BUNDLE:PREDICTOR=NEWNAME",
+              help="Show PREDICTOR of BUNDLE as NEWNAME, so same-named predictors of two bundles "
+                   "both stay (repeatable; BUNDLE as given, or its file name).")
+@click.option("--prefer", multiple=True, metavar="BUNDLE",
+              help="BUNDLE wins every clash it is part of; what it overrides is reported "
+                   "(repeatable: an earlier --prefer wins over a later one).")
 def leaderboard_build(bundles: tuple[Path, ...], out: Path, no_dataset_check: bool,
-                      rewrite_ledgers: tuple[Path, ...]) -> None:
-    """Validate the bundles and write the static leaderboard site (works from file://)."""
-    from polysql.leaderboard.bundle import is_valid, read_bundle, validate_bundle
+                      rewrite_ledgers: tuple[Path, ...], renames: tuple[str, ...],
+                      prefer: tuple[str, ...]) -> None:
+    """Validate the bundles and write the static leaderboard site (works from file://).
+    Two bundles claiming the same dataset x predictor x engine stop the build unless --as or
+    --prefer say how to merge them."""
+    from polysql.leaderboard.merge import load_merged
     from polysql.leaderboard.site import build_site
 
-    loaded = []
-    for path in bundles:
-        bundle = read_bundle(path)
-        problems = validate_bundle(bundle, check_dataset=not no_dataset_check)
-        if not is_valid(problems):
-            listing = "; ".join(f"{p.code}: {p.message}" for p in problems)
-            raise DatasetError(f"bundle {path} is invalid, so no site was built: {listing} "
-                               "(see `polysql leaderboard validate`)")
-        loaded.append(bundle)
-    paths = build_site(loaded, out, rewrite_ledgers=list(rewrite_ledgers))
+    merged = load_merged(bundles, check_dataset=not no_dataset_check, renames=renames,
+                         prefer=prefer)
+    for line in merged.report():
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+    paths = build_site(merged.bundles, out, rewrite_ledgers=list(rewrite_ledgers),
+                       overrides=merged.overrides)
     console.print(f"wrote {len(paths)} files to {escape(str(out))}; open {escape(str(out / 'index.html'))} "
                   "or run `polysql leaderboard serve`")
 

@@ -211,6 +211,27 @@ def _flip_first_match(lines: list[str]) -> list[str]:
     return [*lines[:index], json.dumps(record), *lines[index + 1:]]
 
 
+def test_a_cell_where_every_gold_failed_has_no_accuracy_and_validates(bundle_copy: Path) -> None:
+    # an engine where the gold query fails on every question: n=0, nothing to score
+    manifest, lines = _load(bundle_copy)
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        if (record["predictor"], record["engine"]) == ("transpile", "duckdb"):
+            record["status"], record["match"] = "invalid_gold", False
+    manifest["aggregates"] = compute_aggregates(records)
+    cell = next(a for a in manifest["aggregates"]
+                if (a["predictor"], a["engine"]) == ("transpile", "duckdb"))
+    assert (cell["correct"], cell["total"]) == (0, 0)
+    lines = [json.dumps(r, sort_keys=True, separators=(",", ":")) for r in records]
+    for claimed in (None, 0.0):  # no accuracy; 0.0 is what bundles packed before said
+        cell["accuracy"] = claimed
+        _save(bundle_copy, manifest, lines)
+        assert is_valid(validate_bundle(bundle_copy, check_dataset=False)), claimed
+    cell["accuracy"] = 0.5
+    _save(bundle_copy, manifest, lines)
+    assert _codes(validate_bundle(bundle_copy, check_dataset=False)) == {"aggregate_mismatch"}
+
+
 def test_a_flipped_status_breaks_the_hash_and_then_the_aggregates(bundle_copy: Path) -> None:
     manifest, lines = _load(bundle_copy)
     _save(bundle_copy, manifest, _flip_first_match(lines), fix_hash=False)

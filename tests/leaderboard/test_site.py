@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polysql_testkit.bundles import ODD_MODEL, make_bundles
+from polysql_testkit.bundles import LONG_MODEL, ODD_MODEL, make_bundles, make_edge_bundles
 from statsmodels.stats.proportion import proportion_confint
 
 from polysql.errors import ConfigError
@@ -205,3 +205,98 @@ def test_serve_site_serves_the_built_pages(site: tuple[Path, list[Path], list[An
 def test_serve_site_refuses_a_folder_without_a_site(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="index.html"):
         serve_site(tmp_path)
+
+
+# --- values that do not exist -------------------------------------------------------------------
+
+RAW = re.compile(r"\b(null|None|NaN|undefined)\b")
+
+
+class _Shown(HTMLParser):
+    """What a reader sees: text outside <script>/<style> and every title (tooltip), plus the
+    tooltip of each dash the page shows for a missing value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+        self.dashes: list[str | None] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style"):
+            self._hidden += 1
+        found = dict(attrs)
+        if found.get("title"):
+            self.texts.append(str(found["title"]))
+        if "missing" in (found.get("class") or "").split():
+            self.dashes.append(found.get("title"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style"):
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden and data.strip():
+            self.texts.append(data)
+
+
+def shown(path: Path) -> _Shown:
+    parser = _Shown()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+@pytest.fixture(scope="module")
+def edge_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site with an n=0 cell (gold failed everywhere on pg16 for gamma), a model never run on
+    pg16 and a very long model name, beside the regular bundles."""
+    root = tmp_path_factory.mktemp("edge")
+    build_site(make_bundles(root / "bundles") + make_edge_bundles(root / "edge"), root / "site")
+    return root / "site"
+
+
+def test_no_page_shows_a_raw_null(edge_site: Path) -> None:
+    pages = sorted(edge_site.rglob("*.html"))
+    assert len(pages) == 6  # index, significance and four model pages
+    for page in pages:
+        found = shown(page)
+        assert [t for t in found.texts if RAW.search(t)] == [], page
+        assert all(found.dashes), (page, found.dashes)  # every dash says why on hover
+    gamma = shown(edge_site / "models" / "gamma.html")
+    assert any("n=0" in str(title) for title in gamma.dashes)
+    page = (edge_site / "models" / "gamma.html").read_text(encoding="utf-8")
+    row = re.search(r"<tr><td>pg16</td>.*?</tr>", page)
+    assert row is not None  # the engine is listed, with why it has no accuracy
+    assert re.findall(r"<td[^>]*>(.*?)</td>", row.group(0))[-1] == "30"  # all invalid_gold
+    long_page = (edge_site / "models" / f"{model_slug(LONG_MODEL)}.html").read_text("utf-8")
+    assert "<pre>null</pre>" not in long_page and "No settings" not in long_page
+
+
+def test_every_null_the_script_reads_comes_with_the_reason_it_shows(edge_site: Path) -> None:
+    data = embedded_data((edge_site / "index.html").read_text(encoding="utf-8"))
+    reference = data["reference"]
+    shown_strings = ([v["label"] for v in data["views"]] + [e["name"] for e in data["engines"]]
+                     + [e["dialect"] for e in data["engines"]]
+                     + [f for r in data["rows"] for f in (r["model"], r["dataset"], r["href"])])
+    assert all(isinstance(s, str) and not RAW.fullmatch(s) for s in shown_strings)
+    zero = []
+    for row in data["rows"]:
+        for engine, cell in row["cells"].items():
+            for name, value in cell.items():
+                if value is not None:
+                    continue
+                if name == "accuracy" or cell["accuracy"] is None:
+                    assert cell["total"] == 0 and "n=0" in cell["why"], (row["model"], engine)
+                elif name.startswith("delta") or name == "paired":
+                    assert engine == reference or cell["delta_why"], (row["model"], engine)
+                else:
+                    pytest.fail(f"{row['model']}/{engine}: {name} is null with no reason")
+            if cell["accuracy"] is None:
+                zero.append((row["view"], row["model"], engine))
+    assert sorted(zero) == [("all", "gamma", "pg16"), ("dataset:demo", "gamma", "pg16")]
+    long_rows = [r for r in data["rows"] if r["model"] == LONG_MODEL]
+    assert long_rows and all("pg16" not in r["cells"] for r in long_rows)  # never run there
+    with (edge_site / "leaderboard.csv").open(encoding="utf-8", newline="") as handle:
+        (line,) = [x for x in csv.DictReader(handle)
+                   if (x["view"], x["model"], x["engine"]) == ("dataset:demo", "gamma", "pg16")]
+    assert (line["correct"], line["total"], line["accuracy"]) == ("0", "0", "")

@@ -26,7 +26,7 @@ from polysql.normalizers.align import (
     column_signature,
 )
 from polysql.normalizers.columns import ResultColumns
-from polysql.normalizers.describe import format_row, plural, row_span
+from polysql.normalizers.describe import plural, row_span
 from polysql.normalizers.hashing import HashScheme, hash_columns
 from polysql.normalizers.ordering import OrderInfo, infer_order, widen_limit
 from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
@@ -37,6 +37,7 @@ from polysql.normalizers.rows import (
     compare_sequence,
     compare_tie_groups,
     contained_in,
+    example_row,
     side_difference,
 )
 from polysql.normalizers.shape import mismatch_shape
@@ -400,12 +401,12 @@ def _compare_with_cut_ties(gold: Side, pred: Side, widened: Side, cut: CutTies, 
         gold_left, pred_left, _ = side_difference(prefix_gold, pred)
         if gold_left:
             return RowOutcome(False, f"{plural(len(gold_left), 'gold row')} missing from prediction, "
-                                     f"e.g. {format_row(prefix_gold.raw_row(gold_left[0]))}"), extra
+                                     f"e.g. {example_row(prefix_gold, gold_left)}"), extra
         tail = pred.rows(pred_left)
     foreign, paired = contained_in(group, tail)
     if foreign:
         return RowOutcome(False, f"the gold's LIMIT cuts a tie group at {row_span(cut.boundary, gold.height - 1)}, "
-                                 f"but predicted row {format_row(tail.raw_row(foreign[0]))} is not one "
+                                 f"but predicted row {example_row(tail, foreign)} is not one "
                                  f"of the {len(cut.group_rows)} tied rows", paired), extra
     head = f"first {plural(cut.boundary, 'row')} match and the last " if cut.boundary else "all "
     return RowOutcome(True, f"{head}{plural(slots, 'row')} come from the tie group the gold's "

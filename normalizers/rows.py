@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from polysql.normalizers.describe import format_row, format_value, plural, row_span
+from polysql.normalizers.describe import (
+    example_position,
+    format_row,
+    format_value,
+    plural,
+    row_span,
+)
 from polysql.normalizers.hashing import (
     pairs_equal,
     row_checksums,
@@ -114,6 +120,13 @@ def side_difference(gold: Side, pred: Side) -> tuple[list[int], list[int], int]:
 
 # -- reasons --------------------------------------------------------------------------------------
 
+def example_row(side: Side, positions: Sequence[int]) -> str:
+    """The row of ``side`` at one of ``positions`` that a reason shows, formatted: the smallest
+    (:func:`~polysql.normalizers.describe.example_position`), never the first to arrive, so the
+    reason does not change with the order an engine returned an unordered result in."""
+    return format_row(side.raw_row(example_position(side.raw, positions)))
+
+
 def _count_reason(gold: Side, pred: Side) -> str:
     return f"gold has {plural(gold.height, 'row')}, predicted {pred.height}"
 
@@ -122,10 +135,10 @@ def _difference_reason(gold: Side, pred: Side, gold_left: list[int], pred_left: 
     parts = []
     if gold_left:
         parts.append(f"{plural(len(gold_left), 'gold row')} missing from prediction, "
-                     f"e.g. {format_row(gold.raw_row(gold_left[0]))}")
+                     f"e.g. {example_row(gold, gold_left)}")
     if pred_left:
         parts.append(f"{plural(len(pred_left), 'predicted row')} not in gold, "
-                     f"e.g. {format_row(pred.raw_row(pred_left[0]))}")
+                     f"e.g. {example_row(pred, pred_left)}")
     return "; ".join(parts)
 
 
@@ -232,10 +245,10 @@ def compare_tie_groups(gold: Side, pred: Side, key_columns: Sequence[int],
         return RowOutcome(False, hint + _row_difference(gold, pred, start, names), paired)
     missing = [i for i in gold_left if group_list[i] == group]
     if missing:
-        example, what, where = format_row(gold.raw_row(missing[0])), "gold row", "predicted"
+        example, what, where = example_row(gold, missing), "gold row", "predicted"
     else:
-        extra = next(k for k in pred_left if group_list[k] == group)
-        example, what, where = format_row(pred.raw_row(extra)), "predicted row", "gold"
+        extra = [k for k in pred_left if group_list[k] == group]
+        example, what, where = example_row(pred, extra), "predicted row", "gold"
     return RowOutcome(False, f"{hint}{row_span(start, end)} (tied on the ORDER BY keys) differ: "
                              f"{what} {example} is not among the {where} {row_span(start, end)}",
                       paired)

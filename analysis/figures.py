@@ -13,6 +13,7 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize, to_rgb
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FixedLocator, PercentFormatter
 
@@ -33,6 +35,9 @@ DPI = 120
 P_FLOOR = 1e-6
 #: engine and model names longer than this are shortened in the middle on axes (tables keep them)
 LABEL_LIMIT = 40
+#: accuracy labels over bars: font size, and the gap (points) above a whisker and above the label
+LABEL_FONT = 7.0
+LABEL_PAD = 3.0
 
 FAMILY_COLOURS: dict[str, str] = {
     "syntax": "#d62728", "schema": "#ff7f0e", "semantics": "#9467bd",
@@ -133,9 +138,15 @@ def _ordered(present: set[str], preferred: Sequence[str]) -> list[str]:
 
 def accuracy_figure(findings: Findings, out_dir: Path) -> list[Path]:
     """Accuracy per engine with Wilson intervals, one bar colour per model, a panel per dataset."""
+    fig = accuracy_plot(findings)
+    return [] if fig is None else _save(fig, out_dir, figure_stem("accuracy"))
+
+
+def accuracy_plot(findings: Findings) -> Figure | None:
+    """The figure :func:`accuracy_figure` writes, laid out and labelled (None: no rows)."""
     rows = findings.accuracy
     if not rows:
-        return []
+        return None
     engines = _engine_order(findings)
     predictors = _ordered({r.predictor for r in rows}, findings.predictors)
     datasets = _ordered({r.dataset for r in rows}, findings.datasets)
@@ -151,6 +162,7 @@ def accuracy_figure(findings: Findings, out_dir: Path) -> list[Path]:
     axes = fig.subplots(len(datasets), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     bar = group / len(predictors)
     annotate = len(engines) * len(predictors) <= 32
+    values: list[_BarLabel] = []  # each bar's accuracy, written once the layout is known
     for ax, dataset in zip(axes, datasets, strict=True):
         found = {(r.predictor, r.engine): r for r in rows if r.dataset == dataset}
         for i, predictor in enumerate(predictors):
@@ -167,12 +179,10 @@ def accuracy_figure(findings: Findings, out_dir: Path) -> list[Path]:
                 continue
             ax.bar(xs, acc, width=bar * 0.92, color=colours[predictor], label=predictor)
             ax.errorbar(xs, acc, yerr=[low, high], fmt="none", ecolor="#222222", elinewidth=1,
-                        capsize=min(4.0, 40 * bar))
-            if annotate:
-                for x, a, up in zip(xs, acc, high, strict=True):
-                    ax.text(x, a + up + 0.015, f"{100 * a:.1f}", ha="center", va="bottom",
-                            fontsize=7, rotation=90 if len(predictors) > 2 else 0)
-        ax.set_ylim(0, 1.12 if annotate else 1.02)
+                        capsize=_capsize(bar))
+            values += [_BarLabel(ax, x, a + up, f"{100 * a:.1f}")
+                       for x, a, up in zip(xs, acc, high, strict=True)]
+        ax.set_ylim(0, 1.02)
         ax.yaxis.set_major_locator(FixedLocator([0, 0.25, 0.5, 0.75, 1.0]))
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.set_ylabel("accuracy")
@@ -185,9 +195,77 @@ def accuracy_figure(findings: Findings, out_dir: Path) -> list[Path]:
     # beside the plot, not above it: an outside legend on top collides with the title
     fig.legend(handles=handles, loc="outside right upper", fontsize=9, frameon=False,
                title="model", title_fontsize=9)
-    fig.suptitle("Accuracy per engine with 95% Wilson intervals"
-                 + ("\n(numbers: accuracy in %)" if annotate else ""), fontsize=11)
-    return _save(fig, out_dir, figure_stem("accuracy"))
+    title = "Accuracy per engine with 95% Wilson intervals"
+    fig.suptitle(title + ("\n(numbers: accuracy in %)" if annotate else ""), fontsize=11)
+    if annotate and not _label_bars(fig, list(axes), values, bar, _capsize(bar)):
+        fig.suptitle(title, fontsize=11)  # the bars are too narrow for any label
+    return fig
+
+
+def _capsize(bar: float) -> float:
+    """Length in points of the whisker caps of bars ``bar`` data units wide."""
+    return min(4.0, 40 * bar)
+
+
+@dataclass(frozen=True, slots=True)
+class _BarLabel:
+    ax: Axes
+    x: float  # the bar's centre
+    whisker: float  # the top of its upper whisker (data units)
+    text: str
+
+
+def _label_bars(fig: Figure, axes: list[Axes], labels: Sequence[_BarLabel], slot: float,
+                capsize: float) -> bool:
+    """Write each bar's value just above its upper whisker, so no whisker crosses a label.
+
+    A label sits ``LABEL_PAD`` points above its own whisker's top; across, it must clear the
+    neighbouring bars' whiskers and caps and their labels, which stand ``slot`` data units
+    away. That is measured on the laid-out figure, in points: labels are written across when
+    they clear, upright when only that clears, and not at all when neither does (False is
+    returned). The y axis is then raised just enough for the highest label to stay inside the
+    plot. Every panel shares the x and y axes, so the first one's size holds for all.
+    """
+    if not labels:
+        return True
+    FigureCanvasAgg(fig)
+    fig.draw_without_rendering()  # the final layout: labels are kept out of it (in_layout off)
+    renderer = fig.canvas.get_renderer()
+    points = fig.dpi / 72.0  # display pixels per point
+    box = axes[0].get_window_extent(renderer)
+    left, right = axes[0].get_xlim()
+    slot_pt = slot * box.width / (right - left) / points
+    font = FontProperties(size=LABEL_FONT)
+    sizes = [renderer.get_text_width_height_descent(label.text, font, ismath=False)
+             for label in labels]
+    wide = max(width for width, _, _ in sizes) / points
+    tall = max(height for _, height, _ in sizes) / points
+
+    def clears(across: float) -> bool:  # a label this wide, centred on its bar
+        return (across + LABEL_PAD <= slot_pt  # the neighbour's label, as wide
+                and across / 2 + capsize / 2 + LABEL_PAD <= slot_pt)  # the neighbour's cap
+
+    if clears(wide):
+        rotation, upward = 0.0, tall
+    elif clears(tall):
+        rotation, upward = 90.0, wide
+    else:
+        return False
+    # with the axis ending at `top`, a label on the highest whisker must end below it:
+    # whisker + (pad + label + pad) points <= top, and one point is top / height_pt data units
+    height_pt = box.height / points
+    room = (2 * LABEL_PAD + upward) / height_pt
+    if room >= 0.5:
+        return False  # panels too short to hold labels above the whiskers
+    top = max(1.02, max(label.whisker for label in labels) / (1 - room))
+    for ax in axes:
+        ax.set_ylim(0, top)
+    for label in labels:
+        label.ax.annotate(label.text, (label.x, label.whisker), xytext=(0, LABEL_PAD),
+                          textcoords="offset points", ha="center", va="bottom",
+                          fontsize=LABEL_FONT, rotation=rotation, annotation_clip=False,
+                          in_layout=False)
+    return True
 
 
 # --- McNemar heatmap ------------------------------------------------------------------------------

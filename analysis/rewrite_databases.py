@@ -711,7 +711,9 @@ def open_database(case: RewriteCase, *, engines: Mapping[str, str] | None = None
 
     ``engines`` overrides engine names with URLs (:func:`parse_engine_overrides`);
     ``connect_options`` go to the backend's ``connect`` for building and evaluating alike (e.g.
-    ``reader_role`` for PostgreSQL).
+    ``reader_role`` for PostgreSQL). Raises :class:`EngineUnavailableError` when the engine
+    cannot be used here at all (client library not installed, server unreachable), and
+    :class:`LoadError` when this case's database cannot be built on it.
     """
     base = resolve_engine_url(case.engine, engines)
     backend_cls = backend_class(base)
@@ -728,6 +730,8 @@ def open_database(case: RewriteCase, *, engines: Mapping[str, str] | None = None
         try:
             report = polysql.load(source_url(case), target.render_as_string(hide_password=False),
                                   **options)
+        except EngineUnavailableError:
+            raise  # the engine cannot be used at all: no fault of this case's database
         except PolysqlError as exc:
             raise LoadError(f"case {case.id}: cannot load its database into "
                             f"{target.render_as_string(hide_password=True)}: {exc}") from exc

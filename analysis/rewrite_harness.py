@@ -24,6 +24,10 @@ and is judged like any other, but earns no simplification credit (its SCS is unk
 An input that fails on its engine, or returns more rows than ``max_rows``, is a broken case, not a
 method's failure: :func:`run_method` and :func:`run_pool` raise :class:`DatasetError` naming it;
 :func:`validate_reference_pair` reports it as the reason the case is not certified.
+
+A case whose engine cannot be used here at all (its client library is not installed, its server
+does not answer) is neither: :func:`usable_cases` sets it aside as a :class:`SkippedCase` with the
+reason, so the other pools can still be evaluated and the skip is reported, never hidden.
 """
 
 from __future__ import annotations
@@ -44,7 +48,12 @@ from polysql.analysis.rewrite_cgoq import (
     simplification_credit,
     simplification_ratio,
 )
-from polysql.analysis.rewrite_databases import engine_name, method_schema, open_database
+from polysql.analysis.rewrite_databases import (
+    engine_name,
+    method_schema,
+    open_database,
+    resolve_engine_url,
+)
 from polysql.analysis.rewrite_model import GATED_OUTCOMES, CaseOutcome, MethodAnswer
 from polysql.analysis.rewrite_noop import is_noop
 from polysql.analysis.rewrite_scs import ScsResult, features, fit_caps, scs
@@ -58,7 +67,7 @@ from polysql.analysis.rewrite_timing import (
 )
 from polysql.backends.base import DEFAULT_MAX_ROWS, Backend
 from polysql.datasets.rewrite_cases import Contract, RewriteCase, split_statements
-from polysql.errors import ComparisonError, ConfigError, DatasetError
+from polysql.errors import ComparisonError, ConfigError, DatasetError, EngineUnavailableError
 from polysql.model import Result
 from polysql.normalizers.gold import GoldRuns, run_gold
 
@@ -66,6 +75,7 @@ __all__ = [
     "Method",
     "Progress",
     "ReferenceReport",
+    "SkippedCase",
     "ask_method",
     "blinded",
     "check_contract",
@@ -75,6 +85,9 @@ __all__ = [
     "run_input",
     "run_method",
     "run_pool",
+    "skip_failure",
+    "skip_summary",
+    "usable_cases",
     "validate_reference_pair",
 ]
 
@@ -292,12 +305,80 @@ def run_method(case: RewriteCase, backend: Backend, answer: MethodAnswer, *, met
                    cgoq=cgoq(speedup, base_scs, rewrite_scs, True, params))
 
 
+# --- engines that cannot be used here ------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SkippedCase:
+    """A case left out because its engine cannot be used here; ``reason`` says why and how to
+    fix it (e.g. the extra to install)."""
+
+    case_id: str
+    pool: str
+    engine: str  # the engine name the case declares
+    dialect: str
+    reason: str
+
+
+def usable_cases(cases: Sequence[RewriteCase], *, engines: Mapping[str, str] | None = None,
+                 cache_dir: Path | None = None,
+                 connect_options: Mapping[str, Any] | None = None,
+                 ) -> tuple[list[RewriteCase], list[SkippedCase]]:
+    """Split ``cases`` into those whose engine can be used here and those whose engine cannot.
+
+    Each engine (the URL a case's engine name resolves to) is tried once, by opening its first
+    case's evaluation database (built then, and reused when the case runs): when that raises
+    :class:`EngineUnavailableError` (client library not installed, server unreachable), every
+    case of that engine is skipped with its message. Any other failure (a broken setup script,
+    a case in the wrong dialect) is raised as it would be when the case runs.
+    """
+    down: dict[str, str] = {}
+    tried: set[str] = set()
+    usable: list[RewriteCase] = []
+    skipped: list[SkippedCase] = []
+    for case in cases:
+        key = resolve_engine_url(case.engine, engines).render_as_string(hide_password=False)
+        if key not in tried:
+            tried.add(key)
+            try:
+                open_database(case, engines=engines, cache_dir=cache_dir,
+                              connect_options=connect_options).close()
+            except EngineUnavailableError as exc:
+                down[key] = " ".join(str(exc).split())  # drivers' messages span lines
+        if key in down:
+            skipped.append(SkippedCase(case.id, case.pool, case.engine, case.dialect, down[key]))
+        else:
+            usable.append(case)
+    return usable, skipped
+
+
+def skip_summary(skipped: Iterable[SkippedCase]) -> list[str]:
+    """One line per pool and reason, in the order met: 'skipped: 9 case(s) of pool spark-core
+    (pyspark is not installed; ...)'."""
+    counts: dict[tuple[str, str], int] = {}
+    for skip in skipped:
+        counts[skip.pool, skip.reason] = counts.get((skip.pool, skip.reason), 0) + 1
+    return [f"skipped: {count} case(s) of pool {pool} ({reason})"
+            for (pool, reason), count in counts.items()]
+
+
+def skip_failure(skipped: Sequence[SkippedCase], *, ran: int, require_all: bool) -> str | None:
+    """Why skipped cases make a run fail, or None when they do not: skips are reported but
+    tolerated, unless no case could run at all or every case was required to run."""
+    if not skipped or (ran and not require_all):
+        return None
+    why = "every case is required to run (--require-all)" if ran else "no selected case could run"
+    return (f"{len(skipped)} case(s) skipped and {why}: install the missing clients or start the "
+            "engines named above, or select other pools with --pool")
+
+
 # --- reference-pair mode -------------------------------------------------------------------------
 
 @dataclass(slots=True)
 class ReferenceReport:
     """Reference-pair validation of one case: certified when the input runs and every reference
-    runs, keeps the contract and is a real rewrite (a gated outcome)."""
+    runs, keeps the contract and is a real rewrite (a gated outcome). ``skipped`` holds the
+    reason when the case could not run at all (its engine is unusable here): then it is neither
+    certified nor failed."""
 
     case_id: str
     pool: str
@@ -308,6 +389,12 @@ class ReferenceReport:
     problems: list[str] = field(default_factory=list)
     scs_input: float | None = None
     references: list[CaseOutcome] = field(default_factory=list)
+    skipped: str | None = None
+
+    @classmethod
+    def for_skipped(cls, skip: SkippedCase) -> ReferenceReport:
+        return cls(case_id=skip.case_id, pool=skip.pool, engine=skip.engine, dialect=skip.dialect,
+                   engine_version="", certified=False, skipped=skip.reason)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -8,6 +8,7 @@ Exit codes (stable, for scripts):
   4  a dataset, predictions file or leaderboard bundle is missing, malformed or invalid
   5  the results folder belongs to another sweep or is unreadable
   6  the sweep finished, but an engine was abandoned part-way (its work stays pending)
+  7  ``compare`` only: the gold query itself failed, so the prediction cannot be judged
   70 internal error (a bug: please report it with the ``--debug`` traceback)
   130 interrupted (Ctrl-C); re-run the same command to resume
 """
@@ -52,6 +53,7 @@ EXIT_ENGINE = 3
 EXIT_DATA = 4
 EXIT_STORE = 5
 EXIT_INCOMPLETE = 6
+EXIT_INVALID_GOLD = 7
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -375,12 +377,12 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
     stdout.print(table)
     for note in findings.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    if outcome.usage:
-        u = outcome.usage
     for run, count in findings.pending.items():
         console.print(f"[bold yellow]INCOMPLETE:[/] {escape(run)} has {count} pending record(s); "
                       "the report covers only what is recorded (finish the sweep first)",
                       highlight=False)
+    if outcome.usage:
+        u = outcome.usage
         console.print(f"classifier: {u['calls']} calls, {u['cache_hits']} cached, {u['errors']} failed")
     console.print(f"wrote {len(outcome.paths)} files to {escape(str(outcome.out_dir))}")
 
@@ -553,24 +555,37 @@ def rewrite_new_case(case_id: str, engine: str, pool: str, dialect: str | None, 
 @rewrite_group.command("validate")
 @_with_case_options
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.option("--require-all", is_flag=True,
+              help="Exit 3 when a case is skipped because its engine cannot be used here (CI).")
 def rewrite_validate(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[str, ...],
-                     engine_items: tuple[str, ...], runs: int, warmup: int, as_json: bool) -> None:
+                     engine_items: tuple[str, ...], runs: int, warmup: int, as_json: bool,
+                     require_all: bool) -> None:
     """Reference-pair mode: every case's input and references run on its engine and agree under
-    its contract. Exit 4 when a case is not certified."""
+    its contract. Exit 4 when a case is not certified; cases whose engine cannot be used here
+    are skipped and listed (exit 3 when nothing could run, or with --require-all)."""
     from polysql.analysis.rewrite_databases import open_database, parse_engine_overrides
-    from polysql.analysis.rewrite_harness import input_caps, validate_reference_pair
+    from polysql.analysis.rewrite_harness import (
+        ReferenceReport,
+        input_caps,
+        skip_failure,
+        skip_summary,
+        usable_cases,
+        validate_reference_pair,
+    )
 
     cases = _rewrite_cases(cases_dir, pools, case_ids)
     engines = parse_engine_overrides(list(engine_items))
-    caps = input_caps(cases)
+    caps = input_caps(cases)  # over every selected case: a skipped pool does not move the caps
+    runnable, skipped = usable_cases(cases, engines=engines)
     reports = []
-    for case in cases:
+    for case in runnable:
         with open_database(case, engines=engines) as database:
             reports.append(validate_reference_pair(case, database.backend, caps=caps, runs=runs,
                                                    warmup=warmup))
     if as_json:
-        stdout.print_json(json.dumps([r.to_dict() for r in reports], default=str))
-    else:
+        listed = reports + [ReferenceReport.for_skipped(skip) for skip in skipped]
+        stdout.print_json(json.dumps([r.to_dict() for r in listed], default=str))
+    elif reports:
         table = Table(title="reference pairs")
         for col in ("pool", "case", "engine", "certified", "speedup", "outcome / problem"):
             table.add_column(col)
@@ -584,8 +599,16 @@ def rewrite_validate(cases_dir: Path | None, pools: tuple[str, ...], case_ids: t
     failed = [r.case_id for r in reports if not r.certified]
     if failed:
         console.print(f"[red]{len(failed)} of {len(reports)} case(s) not certified:[/] {escape(', '.join(failed))}")
+    elif reports:
+        console.print(f"{len(reports)} case(s) certified")
+    for line in skip_summary(skipped):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+    if failed:
         sys.exit(EXIT_DATA)
-    console.print(f"{len(reports)} case(s) certified")
+    problem = skip_failure(skipped, ran=len(reports), require_all=require_all)
+    if problem is not None:
+        console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
+        sys.exit(EXIT_ENGINE)
 
 
 @rewrite_group.command("run")
@@ -597,21 +620,37 @@ def rewrite_validate(cases_dir: Path | None, pools: tuple[str, ...], case_ids: t
               help="Model config for llm: methods [default: ./polysql.toml].")
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=Path("runs/rewrite"), show_default=True)
 @click.option("--sensitivity", is_flag=True, help="Also report CGOQ ranges over the 81-configuration grid.")
+@click.option("--require-all", is_flag=True,
+              help="Exit 3 when a case is skipped because its engine cannot be used here (CI).")
 def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[str, ...],
                 engine_items: tuple[str, ...], runs: int, warmup: int, methods: tuple[str, ...],
-                model_config: Path | None, out: Path, sensitivity: bool) -> None:
+                model_config: Path | None, out: Path, sensitivity: bool, require_all: bool) -> None:
     """Method mode: run each method on every case; write the ledger, the full-denominator table
-    and the outcome figure."""
+    and the outcome figure. Cases whose engine cannot be used here are skipped and listed, and
+    are not in the denominator (exit 3 when nothing could run, or with --require-all)."""
     from polysql.analysis.rewrite_databases import parse_engine_overrides
-    from polysql.analysis.rewrite_harness import input_caps, run_pool
+    from polysql.analysis.rewrite_harness import (
+        input_caps,
+        run_pool,
+        skip_failure,
+        skip_summary,
+        usable_cases,
+    )
     from polysql.analysis.rewrite_ledger import full_denominator_table, write_report
     from polysql.analysis.rewrite_methods import make_method
 
-    cases = _rewrite_cases(cases_dir, pools, case_ids)
+    all_cases = _rewrite_cases(cases_dir, pools, case_ids)
     engines = parse_engine_overrides(list(engine_items))
     chosen = [make_method(spec, model_config=model_config)
               for spec in (methods or ("identity", "no-rewrite", "sqlglot-optimize"))]
-    caps = input_caps(cases)
+    caps = input_caps(all_cases)  # over every selected case: a skipped pool does not move the caps
+    cases, skipped = usable_cases(all_cases, engines=engines)
+    problem = skip_failure(skipped, ran=len(cases), require_all=False)
+    if problem is not None:  # nothing can run: say why instead of writing an empty report
+        for line in skip_summary(skipped):
+            console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+        console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
+        sys.exit(EXIT_ENGINE)
     outcomes = []
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)
@@ -636,6 +675,12 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
                       f"{100 * row.unsafe_rate:.1f}%", speed, f"{row.cgoq_at_n:.1f}", valid)
     stdout.print(table)
     console.print(f"wrote {escape(', '.join(str(p) for p in paths))}")
+    for line in skip_summary(skipped):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+    problem = skip_failure(skipped, ran=len(cases), require_all=require_all)
+    if problem is not None:
+        console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
+        sys.exit(EXIT_ENGINE)
 
 
 @main.command("compare")
@@ -650,7 +695,8 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
 def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
                 ordered: bool | None, timeout: float, policy_items: tuple[str, ...],
                 as_json: bool) -> None:
-    """Run two queries and say whether their results match (exit 0) or not (exit 1)."""
+    """Run two queries and say whether their results match (exit 0) or not (exit 1); exit 7
+    when the gold query itself fails, since then nothing can be judged."""
     from polysql import connect
     from polysql.normalizers.gold import judge, run_gold
 
@@ -668,9 +714,16 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
     if as_json:
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:
-        mark = "[green]match[/]" if verdict.match else "[red]mismatch[/]"
-        stdout.print(f"{mark}: {escape(verdict.reason)}", highlight=False)
-    sys.exit(0 if verdict.match else EXIT_MISMATCH)
+        reason = verdict.reason
+        if verdict.details.get("invalid_gold"):
+            mark, reason = "[red]invalid gold[/]", reason.removeprefix("invalid gold: ")
+        else:
+            mark = "[green]match[/]" if verdict.match else "[red]mismatch[/]"
+        stdout.print(f"{mark}: {escape(reason)}", highlight=False)
+    if verdict.match:
+        sys.exit(0)
+    # a failed gold is the reference's fault, not the prediction's: scripts must tell them apart
+    sys.exit(EXIT_INVALID_GOLD if verdict.details.get("invalid_gold") else EXIT_MISMATCH)
 
 
 @main.command("load")

@@ -7,7 +7,8 @@ Exit codes (stable, for scripts):
   3  an engine could not be used (not installed, unreachable, load failed)
   4  a dataset, predictions file or leaderboard bundle is missing, malformed or invalid
   5  the results folder belongs to another sweep or is unreadable
-  6  the sweep finished, but an engine was abandoned part-way (its work stays pending)
+  6  the sweep finished with work pending (an engine abandoned, a model unreachable, records set
+     aside because their inputs changed); its summary says INCOMPLETE
   7  ``compare`` only: the gold query itself failed, so the prediction cannot be judged
   70 internal error (a bug: please report it with the ``--debug`` traceback)
   130 interrupted (Ctrl-C); re-run the same command to resume

@@ -4,6 +4,9 @@ backstop with ``job.cancel()``, rows and types back, errors classified.
 The server stops the job itself through ``jobTimeoutMs``; the client waits at most the same
 time (plus a short grace for the answer to arrive) and then cancels the job, so neither a slow
 service nor a lost response holds ``execute`` past its timeout.
+
+Under ``Backend.cancel`` the job runs on a worker thread: a cancel sends ``job.cancel()`` (once
+the job exists) and the caller stops waiting after the same grace, whatever the service does.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import math
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +26,7 @@ from google.api_core.retry import Retry
 from google.cloud import bigquery
 
 from polysql.backends._bigquery_types import standard_type_name
+from polysql.backends._cancel import Flight, cancelled
 from polysql.model import ErrorKind, Result
 
 # How long past the timeout the client waits for the server's own timeout answer.
@@ -115,7 +121,51 @@ def dry_run(client: Any, sql: str, *, default_dataset: str, timeout: float,
 
 def run_query(client: Any, sql: str, *, default_dataset: str, timeout: float, max_rows: int,
               maximum_bytes_billed: int | None, engine: str,
-              stats: QueryStats) -> Result:
+              stats: QueryStats, flight: Flight | None = None) -> Result:
+    """Run ``sql`` as a query job. ``flight``: how ``Backend.cancel`` reaches it."""
+    if flight is None:
+        return _run_query(client, sql, default_dataset=default_dataset, timeout=timeout,
+                          max_rows=max_rows, maximum_bytes_billed=maximum_bytes_billed,
+                          engine=engine, stats=stats, on_job=None)
+    started = time.perf_counter()
+    jobs: list[Any] = []
+    # job ids are unique: a late cancel cannot reach another statement's job
+    if not flight.arm(lambda: [_cancel(job) for job in jobs], exclusive=False):
+        return cancelled(engine, time.perf_counter() - started)
+    outcome: list[Result] = []
+    done = threading.Event()
+
+    def worker() -> None:
+        try:
+            outcome.append(_run_query(
+                client, sql, default_dataset=default_dataset, timeout=timeout,
+                max_rows=max_rows, maximum_bytes_billed=maximum_bytes_billed, engine=engine,
+                stats=stats, on_job=jobs.append))
+        finally:
+            done.set()
+
+    threading.Thread(target=worker, name="polysql-bigquery-job", daemon=True).start()
+    try:
+        # the worker's own calls are bounded by the timeout and its grace; this is a backstop
+        finished = flight.wait(done, timeout + 3 * GRACE)
+        if flight.cancelled.is_set():
+            done.wait(GRACE)  # job.cancel() is on its way once the job exists
+            detail = outcome[0].error.message if outcome and outcome[0].error else None
+            return cancelled(engine, time.perf_counter() - started, detail)
+    finally:
+        flight.disarm()
+    if not finished:
+        for job in jobs:
+            _cancel(job)
+        return Result.failed("timeout", f"statement exceeded the {timeout:g}s timeout (no answer "
+                                        f"from BigQuery {3 * GRACE:g}s after it)",
+                             elapsed=time.perf_counter() - started, engine=engine)
+    return outcome[0]
+
+
+def _run_query(client: Any, sql: str, *, default_dataset: str, timeout: float, max_rows: int,
+               maximum_bytes_billed: int | None, engine: str, stats: QueryStats,
+               on_job: Callable[[Any], object] | None) -> Result:
     started = time.monotonic()
     deadline = started + timeout
     config = bigquery.QueryJobConfig(
@@ -137,6 +187,8 @@ def run_query(client: Any, sql: str, *, default_dataset: str, timeout: float, ma
         job = client.query(sql, job_config=config, job_id_prefix="polysql_",
                            timeout=timeout + GRACE, retry=_retry(deadline + GRACE),
                            job_retry=None)
+        if on_job is not None:
+            on_job(job)
         stats.job_id = job.job_id
         rows_iter = job.result(timeout=max(0.1, deadline + GRACE - time.monotonic()),
                                max_results=max_rows + 1, job_retry=None)

@@ -88,6 +88,8 @@ class Engine:
                 f"cannot start the embedded ClickHouse engine (chdb allows one engine per "
                 f"process, and polysql needs its own): {exc}") from exc
         self.lock = threading.RLock()
+        self._kill_lock = threading.Lock()
+        self._killer: Any = None
         self.version = str(chdb.engine_version)
         self.chdb_version = str(chdb.__version__)
         self._attached: dict[Path, _Attached] = {}
@@ -95,6 +97,18 @@ class Engine:
     def connect(self, settings: dict[str, Any]) -> Any:
         """A new connection to this engine with ``settings`` for its session."""
         return self._chdb.connect(connection_string(self.home, {**SESSION_SETTINGS, **settings}))
+
+    def kill(self, log_comment: str) -> None:
+        """Stop the statements running on connections whose session ``log_comment`` is this
+        one (``KILL QUERY`` reaches other connections of the engine; ``ASYNC``: do not wait)."""
+        if not log_comment:
+            raise ValueError("an empty log_comment would name every untagged statement")
+        # a connection of its own: the administrative one may be busy attaching a database
+        with self._kill_lock:
+            if self._killer is None:
+                self._killer = self.connect({})
+            self._killer.query(f"KILL QUERY WHERE Settings['log_comment'] = "
+                               f"{quote_string(log_comment)} ASYNC", "TabSeparated")
 
     # -- attaching evaluation directories ------------------------------------------------------
     def attach(self, directory: Path) -> str:
@@ -180,6 +194,9 @@ class Engine:
                     self.detach(directory)
             with contextlib.suppress(Exception):
                 self.admin.close()
+            with self._kill_lock, contextlib.suppress(Exception):
+                if self._killer is not None:
+                    self._killer.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
 

@@ -8,7 +8,10 @@ sessions cannot change their own limits, a backend keeps one connection per time
 chdb cannot interrupt a statement from outside between its own checks, so the client backstop
 runs the statement on a worker thread: if the engine has not answered ``BACKSTOP_GRACE`` seconds
 after the timeout, the result is recorded as a timeout and the connection is retired (closed once
-the engine lets go of it); the next statement gets a fresh one.
+the engine lets go of it); the next statement gets a fresh one. ``Backend.cancel`` stops the
+statement with ``KILL QUERY`` from the engine's administrative connection -- each evaluation
+connection carries a ``log_comment`` of its own, which names its running query in
+``system.processes`` -- and otherwise takes the same path as the backstop.
 
 Rows stream in Native blocks; reading stops (and the query is cancelled) once ``max_rows + 1``
 rows have arrived. An empty result carries no block at all, so its columns come from
@@ -24,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from polysql.backends._cancel import Flight, cancelled
 from polysql.backends._clickhouse_screen import Screened
 from polysql.backends._clickhouse_values import classify, clean_message, decode_native
 from polysql.model import Result
@@ -36,10 +40,12 @@ _NOT_STREAMABLE = "Streaming query is not supported"
 
 
 class Handle:
-    """One evaluation connection and the database its session is on."""
+    """One evaluation connection and the database its session is on; ``tag`` is the
+    connection's ``log_comment``, by which its running statement can be found and killed."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, tag: str) -> None:
         self.conn = conn
+        self.tag = tag
         self.database: str | None = None
         self._state = threading.Lock()
         self._busy = False
@@ -142,9 +148,26 @@ def explain_refusal(conn: Any, screened: Screened, engine: str, started: float) 
 
 
 def run_with_backstop(handle: Handle, work: Callable[[], Rows], *, timeout: float,
-                      engine: str, started: float) -> Result:
+                      engine: str, started: float, flight: Flight | None = None,
+                      interrupt: Callable[[], object] | None = None) -> Result:
     """Run ``work`` on a worker thread; the engine's own limit should stop it at ``timeout``,
-    the client stops waiting ``BACKSTOP_GRACE`` seconds later."""
+    the client stops waiting ``BACKSTOP_GRACE`` seconds later. ``flight`` and ``interrupt``:
+    how ``Backend.cancel`` reaches the statement; a cancelled statement that has not stopped
+    ``BACKSTOP_GRACE`` seconds later is left behind like one the backstop gave up on."""
+    if flight is not None:
+        if not flight.arm(interrupt or (lambda: None)):
+            return cancelled(engine, time.perf_counter() - started)
+        try:
+            return _run_on_worker(handle, work, timeout=timeout, engine=engine, started=started,
+                                  flight=flight)
+        finally:
+            flight.disarm()
+    return _run_on_worker(handle, work, timeout=timeout, engine=engine, started=started,
+                          flight=None)
+
+
+def _run_on_worker(handle: Handle, work: Callable[[], Rows], *, timeout: float, engine: str,
+                   started: float, flight: Flight | None) -> Result:
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
@@ -160,7 +183,18 @@ def run_with_backstop(handle: Handle, work: Callable[[], Rows], *, timeout: floa
     handle.begin()
     thread = threading.Thread(target=worker, name="polysql-clickhouse-statement", daemon=True)
     thread.start()
-    if not done.wait(timeout + BACKSTOP_GRACE):
+    if flight is None:
+        finished = done.wait(timeout + BACKSTOP_GRACE)
+    else:
+        finished = flight.wait(done, timeout + BACKSTOP_GRACE)
+        if flight.cancelled.is_set():
+            finished = done.wait(BACKSTOP_GRACE)
+            if not finished:
+                handle.retire()
+            error = outcome.get("error")
+            return cancelled(engine, time.perf_counter() - started,
+                             clean_message(str(error)) if error is not None else None)
+    if not finished:
         handle.retire()
         return Result.failed(
             "timeout", f"statement exceeded the {timeout:g}s timeout (the client stopped waiting "

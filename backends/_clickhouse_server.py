@@ -5,6 +5,7 @@ Evaluated statements pass the same screen as on the embedded engine and run with
 settings (``readonly`` last, so it does not refuse the settings sent with it; once applied, the
 statement's own ``SETTINGS`` clause cannot loosen any of them). Rows stream in Native blocks and
 the stream is closed after ``max_rows + 1`` rows. The client backstop is the HTTP read timeout.
+Each statement gets a query id of its own, so ``Backend.cancel`` can ``KILL QUERY`` it.
 
 A load builds every table in a staging database and swaps it in with two ``RENAME DATABASE``
 statements; loads are recorded in ``polysql_meta.loads`` (append-only: database, fingerprint,
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flight, cancelled
 from polysql.backends._clickhouse_exec import BACKSTOP_GRACE
 from polysql.backends._clickhouse_introspect import read_tables
 from polysql.backends._clickhouse_load import WRITER_SETTINGS, index_notes, table_spec
@@ -92,16 +94,32 @@ class ServerSession:
         return {**self.settings, "max_execution_time": round(max(timeout, 0.001), 3),
                 "timeout_overflow_mode": "throw", "readonly": 1}
 
+    def kill(self, query_id: str) -> None:
+        """``KILL QUERY`` for one statement of this client (``ASYNC``: do not wait for it)."""
+        self.client.command(f"KILL QUERY WHERE query_id = {quote_string(query_id)} ASYNC")
+
     def run(self, screened: Screened, *, timeout: float, max_rows: int, engine: str,
-            started: float) -> Result:
+            started: float, flight: Flight | None = None) -> Result:
         if not screened.query:
             return self._refuse(screened, timeout, engine, started)
+        query_id = f"polysql-{uuid.uuid4().hex}"
+        if flight is None:
+            return self._run(screened, query_id, timeout, max_rows, engine, started, None)
+        if not flight.arm(lambda: self.kill(query_id), exclusive=False):
+            return cancelled(engine, time.perf_counter() - started)
+        try:
+            return self._run(screened, query_id, timeout, max_rows, engine, started, flight)
+        finally:
+            flight.disarm()
+
+    def _run(self, screened: Screened, query_id: str, timeout: float, max_rows: int, engine: str,
+             started: float, flight: Flight | None) -> Result:
         outcome: dict[str, Any] = {}
         done = threading.Event()
 
         def worker() -> None:
             try:
-                outcome["rows"] = self._read(screened.sql, timeout, max_rows)
+                outcome["rows"] = self._read(screened.sql, timeout, max_rows, query_id)
             except Exception as exc:  # noqa: BLE001 - reported as a failed Result
                 outcome["error"] = exc
             finally:
@@ -111,7 +129,14 @@ class ServerSession:
         # it has not answered shortly after, stop waiting (the HTTP client is thread-safe, so
         # the abandoned request does not block the next statement).
         threading.Thread(target=worker, name="polysql-clickhouse-http", daemon=True).start()
-        if not done.wait(timeout + BACKSTOP_GRACE):
+        finished = (done.wait(timeout + BACKSTOP_GRACE) if flight is None
+                    else flight.wait(done, timeout + BACKSTOP_GRACE))
+        if flight is not None and flight.cancelled.is_set():
+            done.wait(BACKSTOP_GRACE)  # the kill is on its way; a request still open is left
+            error = outcome.get("error")
+            return cancelled(engine, time.perf_counter() - started,
+                             _client_error(error)[0] if error is not None else None)
+        if not finished:
             return Result.failed(
                 "timeout", f"statement exceeded the {timeout:g}s timeout (the client stopped "
                            f"waiting {BACKSTOP_GRACE:g}s after it)",
@@ -132,11 +157,12 @@ class ServerSession:
         return Result(columns=columns, rows=rows, types=types, truncated=truncated,
                       elapsed=time.perf_counter() - started, engine=engine)
 
-    def _read(self, sql: str, timeout: float,
-              max_rows: int) -> tuple[list[str], list[str], list[tuple[Any, ...]], bool]:
+    def _read(self, sql: str, timeout: float, max_rows: int,
+              query_id: str) -> tuple[list[str], list[str], list[tuple[Any, ...]], bool]:
         rows: list[tuple[Any, ...]] = []
         settings = self._settings(timeout)
-        stream = self.client.query_row_block_stream(sql + "\n", settings=settings,
+        stream = self.client.query_row_block_stream(sql + "\n",
+                                                    settings={"query_id": query_id, **settings},
                                                     query_formats=QUERY_FORMATS)
         with stream:
             columns = list(stream.source.column_names)

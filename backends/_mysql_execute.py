@@ -28,6 +28,7 @@ import pymysql
 from pymysql.constants import FIELD_TYPE
 from pymysql.converters import conversions
 
+from polysql.backends._cancel import Flight, cancelled
 from polysql.backends._mysql_errors import (
     CONNECTION_LOST_CODES,
     classify,
@@ -35,6 +36,7 @@ from polysql.backends._mysql_errors import (
     type_name,
 )
 from polysql.backends._mysql_pool import Login, open_connection
+from polysql.backends._mysql_routines import ROUTINE_DENIED, RoutineLookup, denied_routine
 from polysql.model import Result
 
 
@@ -189,9 +191,18 @@ def _column_types(cursor: pymysql.cursors.SSCursor) -> list[str]:
 
 def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: float,
                   max_rows: int, flavor: Flavor, backstop: Backstop,
-                  engine: str) -> Outcome:
-    """Run ``sql`` on ``conn`` inside a read-only transaction that is always rolled back."""
+                  engine: str, flight: Flight | None = None,
+                  routines: RoutineLookup | None = None) -> Outcome:
+    """Run ``sql`` on ``conn`` inside a read-only transaction that is always rolled back.
+
+    ``flight``: how ``Backend.cancel`` reaches the statement (the backstop's ``KILL QUERY``; the
+    connection is not reused afterwards). ``routines``: tells an unknown function from a routine
+    the reader may not run (see ``_mysql_routines``).
+    """
     started = time.perf_counter()
+    thread_id = conn.thread_id()
+    if flight is not None and not flight.arm(lambda: backstop.kill("QUERY", thread_id)):
+        return Outcome(cancelled(engine, time.perf_counter() - started), True)
     cursor = conn.cursor(pymysql.cursors.SSCursor)
     watch: Watch | None = None
     try:
@@ -206,10 +217,20 @@ def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: fl
     except pymysql.Error as exc:
         if watch is not None:
             watch.stop()
-        return _failure(conn, exc, started, timeout, watch, engine)
+        if flight is not None:
+            flight.disarm()
+            if flight.cancelled.is_set():
+                return Outcome(cancelled(engine, time.perf_counter() - started, str(exc)), False)
+        return _failure(conn, exc, started, timeout, watch, engine, routines)
     finally:
         if watch is not None:
             watch.stop()
+        if flight is not None:
+            flight.disarm()
+    if flight is not None and flight.cancelled.is_set():
+        # MariaDB's SLEEP answers 1 when killed: nothing read after a cancel is trusted, and a
+        # KILL may still be on its way, so the connection is not reused either
+        return Outcome(cancelled(engine, time.perf_counter() - started), False)
     elapsed = time.perf_counter() - started
     truncated = len(rows) > max_rows
     # A statement that returned no result set (SET, DO, ...) may have changed the session, and
@@ -238,7 +259,8 @@ def _finish(conn: pymysql.connections.Connection, cursor: pymysql.cursors.SSCurs
 
 
 def _failure(conn: pymysql.connections.Connection, exc: pymysql.Error, started: float,
-             timeout: float, watch: Watch | None, engine: str) -> Outcome:
+             timeout: float, watch: Watch | None, engine: str,
+             routines: RoutineLookup | None) -> Outcome:
     elapsed = time.perf_counter() - started
     code = error_code(exc)
     fired = watch is not None and watch.fired.is_set()
@@ -251,6 +273,14 @@ def _failure(conn: pymysql.connections.Connection, exc: pymysql.Error, started: 
     message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
     if kind == "timeout":
         message = f"statement exceeded the {timeout:g}s timeout ({message})"
+    elif code == ROUTINE_DENIED and routines is not None:
+        routine = denied_routine(message)
+        if routine is not None and routines.missing(routine):
+            # an unknown function, reported as every other engine reports one; the server's
+            # words are kept, with what they mean here
+            kind = "runtime"
+            message = (f"{message} (function {routine} does not exist: the server checks the "
+                       f"EXECUTE privilege before it looks a function up)")
     reusable = code not in CONNECTION_LOST_CODES and not fired and conn.open
     if reusable:
         try:

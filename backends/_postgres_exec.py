@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from polysql.backends._cancel import Flight, cancelled
 from polysql.backends._postgres_errors import classify
 from polysql.model import Result
 
@@ -45,21 +46,29 @@ def _timeout_ms(seconds: float) -> int:
 
 
 def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_rows: int,
-                  server_timeout: bool = True, engine: str = "postgres") -> Result:
+                  server_timeout: bool = True, engine: str = "postgres",
+                  flight: Flight | None = None) -> Result:
     """Run ``sql`` once on ``conn`` (autocommit mode, idle) and roll back whatever it did.
 
     ``server_timeout=False`` leaves the server without a statement timeout so tests can prove the
-    client backstop works on its own; evaluation always keeps it on.
+    client backstop works on its own; evaluation always keeps it on. ``flight``: how
+    ``Backend.cancel`` reaches the statement; it sends the backstop's cancel request, and the
+    connection of a cancelled statement is closed rather than reused.
     """
     started = time.perf_counter()
-    cancelled = threading.Event()
+    cancelled_by_timer = threading.Event()
 
-    def backstop() -> None:
-        cancelled.set()
+    def send_cancel() -> None:
         # an unreachable server makes the blocked call fail with a connection error anyway
         with contextlib.suppress(psycopg.Error):
             conn.cancel_safe(timeout=5.0)
 
+    def backstop() -> None:
+        cancelled_by_timer.set()
+        send_cancel()
+
+    if flight is not None and not flight.arm(send_cancel):
+        return cancelled(engine, time.perf_counter() - started)
     delay = timeout + BACKSTOP_GRACE if server_timeout else timeout
     timer = threading.Timer(delay, backstop)
     timer.daemon = True
@@ -72,21 +81,34 @@ def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_row
                                 else _fetch_other(conn, sql, max_rows))
     except (psycopg.Error, MemoryError, ValueError, OverflowError) as exc:
         # ValueError/OverflowError: a value the driver cannot turn into a Python object
+        if flight is not None and flight.cancelled.is_set():
+            return cancelled(engine, time.perf_counter() - started, _message(exc))
         kind, sqlstate = classify(exc)
         message = _message(exc)
-        if kind == "timeout" or cancelled.is_set():
+        if kind == "timeout" or cancelled_by_timer.is_set():
             kind = "timeout"
-            who = "cancelled by the client" if cancelled.is_set() else "stopped by the server"
+            who = ("cancelled by the client" if cancelled_by_timer.is_set()
+                   else "stopped by the server")
             message = f"statement exceeded the {timeout:g}s timeout ({who}: {message})"
         return Result.failed(kind, message, sqlstate=sqlstate,
                              elapsed=time.perf_counter() - started, engine=engine)
     finally:
+        if flight is not None:
+            flight.disarm()
         timer.cancel()
         if timer.is_alive():
             # A cancel request already on its way must land before the connection goes back to
             # the pool, or it could stop the next caller's statement instead of this one.
             timer.join()
-        _roll_back(conn)
+        if flight is not None and flight.cancelled.is_set():
+            # a cancel request the server has not acted on yet must not stop the next caller's
+            # statement: the pool replaces a closed connection
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+        else:
+            _roll_back(conn)
+    if flight is not None and flight.cancelled.is_set():
+        return cancelled(engine, time.perf_counter() - started)
     truncated = len(rows) > max_rows
     return Result(columns=columns, rows=rows[:max_rows], types=types,
                   elapsed=time.perf_counter() - started, truncated=truncated, engine=engine)

@@ -24,6 +24,7 @@ import snowflake.connector.errors as sf_errors
 from snowflake.connector import SnowflakeConnection
 from snowflake.connector.constants import FIELD_ID_TO_NAME
 
+from polysql.backends._cancel import Flight, cancelled
 from polysql.backends._snowflake_conn import quietly_close
 from polysql.backends._snowflake_errors import classify, message_of
 from polysql.backends._snowflake_types import result_type_name
@@ -58,6 +59,16 @@ class _Run:
     done: threading.Event = field(default_factory=threading.Event)
     abandoned: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cursor: Any = None  # the statement's cursor once it exists, for an abort from outside
+
+    def abort(self, sql: str) -> None:
+        """What the connector does when ``execute(timeout=...)`` runs out: an abort request for
+        the statement (its request id and text). Before the statement is sent it does nothing,
+        which is why a cancel repeats it."""
+        cursor = self.cursor
+        if cursor is not None:
+            # the connector's private timeout path (name-mangled; no public call sends it)
+            cursor._SnowflakeCursor__cancel_query(sql)
 
 
 def _plain(value: Any) -> Any:
@@ -92,6 +103,7 @@ def _work(conn: SnowflakeConnection, sql: str, run: _Run, *, timeout: float, max
         if server_timeout:
             _set_statement_timeout(conn, max(1, math.ceil(timeout)), no_retry=no_retry)
         cursor = conn.cursor()
+        run.cursor = cursor
         try:
             # timeout=: the connector sends an abort request when it runs out (None: never)
             cursor.execute(sql, timeout=timeout if server_timeout else None, _no_retry=no_retry)
@@ -114,12 +126,31 @@ def _work(conn: SnowflakeConnection, sql: str, run: _Run, *, timeout: float, max
 
 
 def run_statement(conn: SnowflakeConnection, sql: str, *, timeout: float, max_rows: int,
-                  engine: str, emulated: bool, server_timeout: bool = True) -> Outcome:
+                  engine: str, emulated: bool, server_timeout: bool = True,
+                  flight: Flight | None = None) -> Outcome:
     """Run ``sql`` on ``conn`` and read at most ``max_rows + 1`` rows. Never raises for the
     statement's own failure. ``server_timeout=False`` sets no session timeout and sends no abort,
-    so tests can prove the client backstop holds on its own."""
+    so tests can prove the client backstop holds on its own. ``flight``: how ``Backend.cancel``
+    reaches the statement -- the connector's abort, then the backstop's abandon; the connection
+    of a cancelled statement is not reused."""
     started = time.perf_counter()
     run = _Run()
+    if flight is not None:
+        if not flight.arm(lambda: run.abort(sql)):
+            return Outcome(cancelled(engine, time.perf_counter() - started))
+        try:
+            return _run(conn, sql, run, started, timeout=timeout, max_rows=max_rows,
+                        engine=engine, emulated=emulated, server_timeout=server_timeout,
+                        flight=flight)
+        finally:
+            flight.disarm()
+    return _run(conn, sql, run, started, timeout=timeout, max_rows=max_rows, engine=engine,
+                emulated=emulated, server_timeout=server_timeout, flight=None)
+
+
+def _run(conn: SnowflakeConnection, sql: str, run: _Run, started: float, *, timeout: float,
+         max_rows: int, engine: str, emulated: bool, server_timeout: bool,
+         flight: Flight | None) -> Outcome:
     worker = threading.Thread(
         target=_work, args=(conn, sql, run),
         kwargs={"timeout": timeout, "max_rows": max_rows, "server_timeout": server_timeout,
@@ -128,11 +159,21 @@ def run_statement(conn: SnowflakeConnection, sql: str, *, timeout: float, max_ro
                 "no_retry": emulated},
         name="polysql-snowflake-statement", daemon=True)
     worker.start()
-    finished = run.done.wait(timeout + BACKSTOP_GRACE)
+    if flight is None:
+        finished = run.done.wait(timeout + BACKSTOP_GRACE)
+    else:
+        finished = flight.wait(run.done, timeout + BACKSTOP_GRACE)
+        if flight.cancelled.is_set():
+            # the abort is on its way (and repeated); give it the backstop's grace to land
+            finished = run.done.wait(BACKSTOP_GRACE)
     with run.lock:
         if not run.done.is_set():
             run.abandoned = True
     elapsed = time.perf_counter() - started
+    if flight is not None and flight.cancelled.is_set():
+        detail = message_of(run.error) if run.error is not None else None
+        return Outcome(cancelled(engine, elapsed, detail), abandoned=run.abandoned,
+                       broken=not run.abandoned)
     if not finished and run.abandoned:
         return Outcome(Result.failed(
             "timeout", f"statement exceeded the {timeout:g}s timeout (abandoned by the client; "

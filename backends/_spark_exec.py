@@ -21,6 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from polysql.backends._cancel import Flight
+from polysql.backends._cancel import cancelled as cancelled_result
 from polysql.backends._spark_errors import classify, message_of
 from polysql.model import Result
 
@@ -105,12 +107,29 @@ class StatementRunner:
         self._worker.jobs.put(None)
 
     def run(self, statement: str, *, timeout: float, max_rows: int,
-            started: float) -> Result:
+            started: float, flight: Flight | None = None) -> Result:
+        """Run one statement. ``flight``: how ``Backend.cancel`` reaches it -- the timeout's own
+        job-group cancel, then the same backstop."""
         job = _Job(statement, f"polysql-{uuid.uuid4().hex}", max_rows)
+        if flight is not None and not flight.arm(lambda: self._cancel(job.tag), exclusive=False):
+            return cancelled_result(self._engine, time.perf_counter() - started)
+        try:
+            return self._run(job, timeout, started, flight)
+        finally:
+            if flight is not None:
+                flight.disarm()
+
+    def _run(self, job: _Job, timeout: float, started: float, flight: Flight | None) -> Result:
         self._worker.jobs.put(job)
-        cancelled = not job.done.wait(max(timeout - (time.perf_counter() - started), 0.0))
+        remaining = max(timeout - (time.perf_counter() - started), 0.0)
+        finished = (job.done.wait(remaining) if flight is None
+                    else flight.wait(job.done, remaining))
+        stopped_by_caller = flight is not None and flight.cancelled.is_set()
+        cancelled = not finished
         if cancelled:
-            backstop = max(_BACKSTOP_MIN, timeout * _BACKSTOP_SHARE)
+            # a caller waiting on a cancel gets the short backstop: it wants to stop now
+            backstop = (_BACKSTOP_MIN if stopped_by_caller
+                        else max(_BACKSTOP_MIN, timeout * _BACKSTOP_SHARE))
             deadline = time.perf_counter() + backstop
             # Cancelled again and again: a query may start jobs after the first cancel
             while not job.done.is_set() and time.perf_counter() < deadline:
@@ -122,12 +141,18 @@ class StatementRunner:
                 self._worker = _Worker(self._work)
                 threading.Thread(target=self._keep_cancelling, args=(job,), daemon=True,
                                  name="polysql-spark-cancel").start()
+                if stopped_by_caller:
+                    return cancelled_result(self._engine, time.perf_counter() - started,
+                                            "Spark did not stop it; abandoned")
                 return Result.failed(
                     "timeout", f"statement exceeded the {timeout:g}s timeout and did not stop "
                     f"within {backstop:g}s of being cancelled; abandoned",
                     elapsed=time.perf_counter() - started, engine=self._engine)
         elapsed = time.perf_counter() - started
         outcome = job.outcome
+        if stopped_by_caller or (flight is not None and flight.cancelled.is_set()):
+            detail = message_of(outcome) if isinstance(outcome, BaseException) else None
+            return cancelled_result(self._engine, elapsed, detail)
         if isinstance(outcome, BaseException):
             kind, sqlstate = classify(outcome, cancelled=cancelled)
             message = message_of(outcome)

@@ -73,7 +73,11 @@ class Backend(ABC):
     @abstractmethod
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
-        """Run one untrusted statement; never raises for errors in the statement."""
+        """Run one untrusted statement; never raises for errors in the statement.
+
+        Text that holds no statement (empty, whitespace, comments, semicolons) or a NUL character
+        is refused the same way on every engine, before it reaches one: a ``syntax`` error (see
+        :mod:`polysql.backends._statement_text`)."""
 
     @abstractmethod
     def version(self) -> str:
@@ -82,6 +86,22 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the connection. Safe to call twice."""
+
+    def cancel(self) -> bool:
+        """Stop the statements running in :meth:`execute` on this backend right now.
+
+        Called from another thread than the one waiting in ``execute`` (a sweep interrupted twice
+        with Ctrl-C must not wait up to the statement timeout). Each engine stops the statement
+        the way its own timeout does, and the waiting ``execute`` returns promptly with an
+        ``unavailable`` Result saying it was cancelled: a cancelled statement says nothing about
+        its SQL, so like any answer that depends on the moment it is neither cached nor judged.
+        A statement that entered ``execute`` but had not reached the engine yet does not run.
+
+        Returns True when a statement was running and was told to stop. Safe to call when nothing
+        runs (a no-op) and after ``close``. This default, for backends that cannot interrupt a
+        statement, does nothing and returns False.
+        """
+        return False
 
     # -- introspection (load source side) ---------------------------------------------------
     def tables(self) -> list[Table]:

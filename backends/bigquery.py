@@ -32,6 +32,8 @@ from polysql.backends._bigquery_conn import (
 )
 from polysql.backends._bigquery_exec import QueryStats, dry_run, run_query
 from polysql.backends._bigquery_safety import screen_bigquery
+from polysql.backends._cancel import Flight, Flights
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.guard import screen
@@ -74,6 +76,7 @@ class BigQueryBackend(Backend):
         self._version: str | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._flights = Flights()
         #: what BigQuery reported for the last executed query (job id, bytes processed/billed,
         #: cache hit); Result has no field for it
         self.last_stats: dict[str, Any] = {}
@@ -141,8 +144,21 @@ class BigQueryBackend(Backend):
 
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
         if self._closed:
             return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
+        with self._flights.track() as flight:
+            return self._execute(sql, timeout, max_rows, flight)
+
+    def cancel(self) -> bool:
+        """``job.cancel()`` for each running query job, as the timeout's backstop sends; the
+        waiting ``execute`` returns after the backstop's grace whether or not BigQuery (or an
+        emulator) stops the job."""
+        return self._flights.cancel()
+
+    def _execute(self, sql: str, timeout: float, max_rows: int, flight: Flight) -> Result:
         reason = self._refusal(sql)
         if reason is not None:
             return Result.failed("forbidden", reason, engine=self.name)
@@ -157,7 +173,7 @@ class BigQueryBackend(Backend):
         result = run_query(self.client, sql, default_dataset=default_dataset, timeout=timeout,
                            max_rows=max_rows,
                            maximum_bytes_billed=self.target.maximum_bytes_billed,
-                           engine=self.name, stats=stats)
+                           engine=self.name, stats=stats, flight=flight)
         self._remember(stats)
         result.stats = {k: v for k, v in stats.to_dict().items()
                         if k in ("bytes_processed", "bytes_billed", "cache_hit", "job_id")}

@@ -22,12 +22,15 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flight, Flights
 from polysql.backends._clickhouse_screen import Screened, screen_statement
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, _safe_name
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
@@ -39,9 +42,10 @@ _SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SETTING_VALUE = re.compile(r"[A-Za-z0-9_.:+-]*")
 # URL query parameters that configure the connection rather than the evaluated statements.
 _CONNECTION_PARAMS = frozenset({"secure", "verify"})
-# Settings polysql sets itself: a URL may not loosen them.
+# Settings polysql sets itself: a URL may not loosen them (log_comment names a connection's
+# statements for cancelling them).
 _RESERVED_SETTINGS = frozenset({"readonly", "max_execution_time", "timeout_overflow_mode",
-                                "session_timezone"})
+                                "session_timezone", "log_comment"})
 # Evaluation connections kept per backend (one per timeout value in use).
 _MAX_HANDLES = 4
 MAX_DATABASE_NAME = 200
@@ -99,6 +103,7 @@ class ClickHouseBackend(Backend):
         self._owned_directory: Path | None = None
         self._handles: dict[float, Any] = {}
         self._server: Any = None
+        self._flights = Flights()
 
     # -- URLs ----------------------------------------------------------------------------------
     @classmethod
@@ -154,6 +159,19 @@ class ClickHouseBackend(Backend):
     # -- evaluation ----------------------------------------------------------------------------
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
+        with self._flights.track() as flight:
+            return self._execute(sql, timeout, max_rows, flight)
+
+    def cancel(self) -> bool:
+        """``KILL QUERY`` for each running statement (embedded: from the engine's administrative
+        connection; server: by its query id), and the client stops waiting as its backstop
+        does."""
+        return self._flights.cancel()
+
+    def _execute(self, sql: str, timeout: float, max_rows: int, flight: Flight) -> Result:
         started = time.perf_counter()
         if self._screen:
             screened = screen_statement(sql)
@@ -166,12 +184,12 @@ class ClickHouseBackend(Backend):
             return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
         if self._server is not None:
             return self._server.run(screened, timeout=timeout, max_rows=max_rows,
-                                    engine=self.name, started=started)
+                                    engine=self.name, started=started, flight=flight)
         with self._lock:
-            return self._run_embedded(screened, timeout, max_rows, started)
+            return self._run_embedded(screened, timeout, max_rows, started, flight)
 
     def _run_embedded(self, screened: Screened, timeout: float, max_rows: int,
-                      started: float) -> Result:
+                      started: float, flight: Flight) -> Result:
         from polysql.backends._clickhouse_embedded import MANIFEST, engine
         from polysql.backends._clickhouse_exec import (
             explain_refusal,
@@ -199,7 +217,8 @@ class ClickHouseBackend(Backend):
             return explain_refusal(handle.conn, screened, self.name, started)
         return run_with_backstop(
             handle, lambda: read_rows(handle.conn, screened.sql, max_rows), timeout=timeout,
-            engine=self.name, started=started)
+            engine=self.name, started=started, flight=flight,
+            interrupt=lambda: the_engine.kill(handle.tag))
 
     def _handle(self, timeout: float) -> Any:
         from polysql.backends._clickhouse_embedded import engine
@@ -212,9 +231,11 @@ class ClickHouseBackend(Backend):
         if len(self._handles) >= _MAX_HANDLES:
             oldest = next(iter(self._handles))
             self._handles.pop(oldest).retire()
+        # log_comment: names this connection's running statement for KILL QUERY (cancel)
+        tag = f"polysql-{uuid.uuid4().hex}"
         handle = Handle(engine().connect({
-            **self._settings, "max_execution_time": key, "timeout_overflow_mode": "throw",
-            "readonly": 1}))
+            **self._settings, "log_comment": tag, "max_execution_time": key,
+            "timeout_overflow_mode": "throw", "readonly": 1}), tag)
         self._handles[key] = handle
         return handle
 

@@ -19,7 +19,9 @@ import duckdb
 import pyarrow as pa
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flight, Flights, cancelled
 from polysql.backends._duckdb_safety import ALLOWED_STATEMENTS, SAFE_CONFIG, classify
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
@@ -55,6 +57,7 @@ class DuckDBBackend(Backend):
         self._conn: duckdb.DuckDBPyConnection | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._flights = Flights()
 
     @classmethod
     def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> DuckDBBackend:
@@ -94,12 +97,19 @@ class DuckDBBackend(Backend):
 
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
-        with self._lock:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
+        with self._flights.track() as flight, self._lock:
             try:
                 conn = self._connection()
             except EngineUnavailableError as exc:
                 return Result.failed("unavailable", str(exc), engine=self.name)
-            return self._execute_locked(conn, sql, timeout, max_rows)
+            return self._execute_locked(conn, sql, timeout, max_rows, flight)
+
+    def cancel(self) -> bool:
+        """``DuckDBPyConnection.interrupt()``, as the timeout's timer does."""
+        return self._flights.cancel()
 
     def _refusal(self, sql: str) -> Result | None:
         """A failed Result if ``sql`` is not exactly one statement this connection may run."""
@@ -121,7 +131,7 @@ class DuckDBBackend(Backend):
         return None
 
     def _execute_locked(self, conn: duckdb.DuckDBPyConnection, sql: str, timeout: float,
-                        max_rows: int) -> Result:
+                        max_rows: int, flight: Flight) -> Result:
         started = time.perf_counter()
         refusal = self._refusal(sql)
         if refusal is not None:
@@ -130,16 +140,18 @@ class DuckDBBackend(Backend):
         fired = threading.Event()
         running = threading.Lock()  # held while this statement may still be interrupted
 
-        def interrupt() -> None:
+        def interrupt(reason: threading.Event) -> None:
             # Under ``running`` so an interrupt that fires as the statement finishes can never
             # land on the next statement of this connection.
             with running:
                 if not finished:
-                    fired.set()
+                    reason.set()
                     conn.interrupt()
 
         finished = False
-        timer = threading.Timer(timeout, interrupt)
+        if not flight.arm(lambda: interrupt(flight.cancelled)):
+            return cancelled(self.name, time.perf_counter() - started)
+        timer = threading.Timer(timeout, interrupt, args=(fired,))
         timer.daemon = True
         timer.start()
         try:
@@ -148,6 +160,8 @@ class DuckDBBackend(Backend):
             rows = cursor.fetchmany(max_rows + 1) if description else []
         except (duckdb.Error, MemoryError, ValueError, OverflowError) as exc:
             # ValueError/OverflowError: a value the Python client cannot represent.
+            if flight.cancelled.is_set():
+                return cancelled(self.name, time.perf_counter() - started, str(exc))
             kind = classify(exc, interrupted=fired.is_set())
             message = str(exc)
             if kind == "timeout":
@@ -157,7 +171,10 @@ class DuckDBBackend(Backend):
         finally:
             with running:
                 finished = True
+            flight.disarm()
             timer.cancel()
+        if flight.cancelled.is_set():
+            return cancelled(self.name, time.perf_counter() - started)
         truncated = len(rows) > max_rows
         return Result(columns=[d[0] for d in description], rows=rows[:max_rows],
                       types=[str(d[1]) for d in description],

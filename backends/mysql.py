@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flight, Flights
 from polysql.backends._mysql_access import EvaluationLogin, evaluation_login
 from polysql.backends._mysql_execute import DECODERS, Backstop, Flavor, run_statement
 from polysql.backends._mysql_pool import (
@@ -29,6 +30,8 @@ from polysql.backends._mysql_pool import (
     login_from_url,
     open_connection,
 )
+from polysql.backends._mysql_routines import RoutineLookup
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.guard import screen
@@ -97,8 +100,10 @@ class MySQLBackend(Backend):
         self._evaluation: EvaluationLogin | None = None
         self._pool: ConnectionPool | None = None
         self._backstop: Backstop | None = None
+        self._routines: RoutineLookup | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._flights = Flights()
 
     # -- connecting ----------------------------------------------------------------------------
     @classmethod
@@ -192,6 +197,10 @@ class MySQLBackend(Backend):
             self._pool = ConnectionPool(login, self.pool_size, conv=DECODERS,
                                         init_command=EVALUATION_SESSION)
             self._backstop = Backstop(login, self.backstop_grace)
+            # the login the backend was opened with looks up routines the reader may not run,
+            # unless it is the reader itself (then nobody here can see them)
+            admin = self.login if self.login.user != login.user else None
+            self._routines = RoutineLookup(admin, login.database)
             return self._pool, self._backstop
 
     @property
@@ -208,6 +217,18 @@ class MySQLBackend(Backend):
     # -- evaluation ----------------------------------------------------------------------------
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
+        with self._flights.track() as flight:
+            return self._execute(sql, timeout, max_rows, flight)
+
+    def cancel(self) -> bool:
+        """``KILL QUERY`` for each running statement from the backstop's own connection (the
+        reader may kill its own sessions), as the timeout's backstop does."""
+        return self._flights.cancel()
+
+    def _execute(self, sql: str, timeout: float, max_rows: int, flight: Flight) -> Result:
         started = time.perf_counter()
         if self.screen_sql:
             reason = screen(sql, self.dialect)
@@ -225,7 +246,8 @@ class MySQLBackend(Backend):
                                  engine=self.name)
         try:
             outcome = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
-                                    flavor=self.flavor, backstop=backstop, engine=self.name)
+                                    flavor=self.flavor, backstop=backstop, engine=self.name,
+                                    flight=flight, routines=self._routines)
         except Exception as exc:  # execute never raises: e.g. a value the driver cannot decode
             pool.discard(conn)
             return Result.failed("runtime", f"{type(exc).__name__}: {exc}",

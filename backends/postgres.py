@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import psycopg
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flights
 from polysql.backends._postgres_conn import (
     MAINTENANCE_DATABASE,
     ConnectionPool,
@@ -34,6 +35,7 @@ from polysql.backends._postgres_conn import (
 from polysql.backends._postgres_exec import run_statement
 from polysql.backends._postgres_meta import DEFAULT_READER, reader_credentials
 from polysql.backends._postgres_types import MAX_IDENTIFIER_BYTES
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.guard import screen
@@ -95,6 +97,7 @@ class PostgresBackend(Backend):
         self._pool = ConnectionPool(self._open, pool_size)
         self._version: str | None = None
         self._load_lock = threading.Lock()
+        self._flights = Flights()
 
     @classmethod
     def evaluation_url(cls, base: URL, *, dataset: str, db_id: str, cache_dir: Path) -> URL:
@@ -161,18 +164,28 @@ class PostgresBackend(Backend):
     # -- evaluation --------------------------------------------------------------------------
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
         reason = screen(sql, self.dialect) if self._screen else None
         if reason is not None:
             return Result.failed("forbidden", reason, engine=self.name)
-        try:
-            conn = self._pool.acquire()
-        except EngineError as exc:
-            return Result.failed("unavailable", str(exc), engine=self.name)
-        try:
-            return run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
-                                 server_timeout=self._server_timeout, engine=self.name)
-        finally:
-            self._pool.release(conn)
+        with self._flights.track() as flight:
+            try:
+                conn = self._pool.acquire()
+            except EngineError as exc:
+                return Result.failed("unavailable", str(exc), engine=self.name)
+            try:
+                return run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
+                                     server_timeout=self._server_timeout, engine=self.name,
+                                     flight=flight)
+            finally:
+                self._pool.release(conn)
+
+    def cancel(self) -> bool:
+        """A cancel request for each running statement (``cancel_safe``), as the client
+        backstop of the timeout sends."""
+        return self._flights.cancel()
 
     def version(self) -> str:
         if self._version is None:

@@ -30,6 +30,7 @@ import snowflake.connector.errors as sf_errors
 from snowflake.connector import SnowflakeConnection
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flights
 from polysql.backends._snowflake_conn import (
     EMULATOR_VERSION_PARAM,
     ConnectionPool,
@@ -45,6 +46,7 @@ from polysql.backends._snowflake_conn import (
 from polysql.backends._snowflake_exec import run_statement
 from polysql.backends._snowflake_screen import screen_statement
 from polysql.backends._snowflake_types import MAX_IDENTIFIER_LENGTH
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
@@ -95,6 +97,7 @@ class SnowflakeBackend(Backend):
         self._version: str | None = None
         self._version_lock = threading.Lock()
         self._load_lock = threading.Lock()
+        self._flights = Flights()
 
     # -- URLs --------------------------------------------------------------------------------
     @classmethod
@@ -134,26 +137,35 @@ class SnowflakeBackend(Backend):
     # -- evaluation --------------------------------------------------------------------------
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
         # Evaluation connections screen every statement; a load's (read_only=False) connection
         # runs what it is given.
         reason = screen_statement(sql) if self._screen and self.read_only else None
         if reason is not None:
             return Result.failed("forbidden", reason, engine=self.name)
-        try:
-            conn = self._pool.acquire()
-        except EngineError as exc:
-            return Result.failed("unavailable", str(exc), engine=self.name)
-        outcome = None
-        try:
-            outcome = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
-                                    engine=self.name, emulated=self.emulated,
-                                    server_timeout=self._server_timeout)
-            return outcome.result
-        finally:
-            if outcome is None or outcome.broken:
-                quietly_close(conn)  # a connection that failed is replaced, not reused
-            self._pool.release(conn, discard=outcome is None or outcome.abandoned
-                               or outcome.broken)
+        with self._flights.track() as flight:
+            try:
+                conn = self._pool.acquire()
+            except EngineError as exc:
+                return Result.failed("unavailable", str(exc), engine=self.name)
+            outcome = None
+            try:
+                outcome = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
+                                        engine=self.name, emulated=self.emulated,
+                                        server_timeout=self._server_timeout, flight=flight)
+                return outcome.result
+            finally:
+                if outcome is None or outcome.broken:
+                    quietly_close(conn)  # a connection that failed is replaced, not reused
+                self._pool.release(conn, discard=outcome is None or outcome.abandoned
+                                   or outcome.broken)
+
+    def cancel(self) -> bool:
+        """The connector's abort request for each running statement (what its own timeout
+        sends); a statement that does not stop is abandoned, as by the client backstop."""
+        return self._flights.cancel()
 
     def version(self) -> str:
         with self._version_lock:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from sqlalchemy.engine import URL
 
 from polysql.backends import _spark_session as sessions
+from polysql.backends._cancel import Flights
 from polysql.backends._spark_exec import StatementRunner
 from polysql.backends._spark_screen import Refusal, plan_refusal, screen_text
 from polysql.backends._spark_store import FileWarehouse, Manifest, read_marker
@@ -33,6 +34,7 @@ from polysql.backends._spark_url import (
     evaluation_database_name,
     parse_target,
 )
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
@@ -61,6 +63,7 @@ class SparkBackend(Backend):
         self._load_lock = threading.Lock()
         self._closed = False
         self._version: str | None = None
+        self._flights = Flights()
 
     @classmethod
     def evaluation_url(cls, base: URL, *, dataset: str, db_id: str, cache_dir: Path) -> URL:
@@ -121,8 +124,11 @@ class SparkBackend(Backend):
     # -- evaluation --------------------------------------------------------------------------
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
         started = time.perf_counter()
-        with self._lock:
+        with self._flights.track() as flight, self._lock:
             if self._closed:
                 return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
             statement = sql
@@ -133,7 +139,12 @@ class SparkBackend(Backend):
                                          sqlstate=refusal.sqlstate,
                                          elapsed=time.perf_counter() - started, engine=self.name)
             return self._runner.run(statement, timeout=timeout, max_rows=max_rows,
-                                    started=started)
+                                    started=started, flight=flight)
+
+    def cancel(self) -> bool:
+        """Cancels the statement's job group (``cancelJobGroup`` / ``interruptTag`` on Spark
+        Connect), as its timeout does, with the same backstop."""
+        return self._flights.cancel()
 
     def _screen(self, sql: str) -> tuple[Refusal | None, str]:
         """The statement to run, or why it must not run (see ``_spark_screen``)."""

@@ -21,7 +21,9 @@ from urllib.parse import quote
 import pyarrow as pa
 from sqlalchemy.engine import URL
 
+from polysql.backends._cancel import Flight, Flights, cancelled
 from polysql.backends._sqlite_safety import classify, read_only_authorizer
+from polysql.backends._statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.model import Result
@@ -103,6 +105,7 @@ class SQLiteBackend(Backend):
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._flights = Flights()
         self._coercions: list[Coercion] | None = None
         self._introspected: list[SourceTable] | None = None
 
@@ -136,18 +139,34 @@ class SQLiteBackend(Backend):
 
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
-        with self._lock:
+        refused = refuse_text(sql, dialect=self.dialect, engine=self.name)
+        if refused is not None:
+            return refused
+        started = time.perf_counter()
+        with self._flights.track() as flight, self._lock:
             try:
                 conn = self._connection()
             except EngineUnavailableError as exc:
                 return Result.failed("unavailable", str(exc), engine=self.name)
-            return self._execute_locked(conn, sql, timeout, max_rows)
+            if not flight.arm(conn.interrupt):
+                return cancelled(self.name, time.perf_counter() - started)
+            try:
+                return self._execute_locked(conn, sql, timeout, max_rows, flight)
+            finally:
+                flight.disarm()
+
+    def cancel(self) -> bool:
+        """The timeout's own path: the progress handler stops the statement at its next check,
+        and ``Connection.interrupt`` at once."""
+        return self._flights.cancel()
 
     def _execute_locked(self, conn: sqlite3.Connection, sql: str, timeout: float,
-                        max_rows: int) -> Result:
+                        max_rows: int, flight: Flight) -> Result:
         started = time.perf_counter()
         deadline = started + timeout
-        conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), _PROGRESS_INTERVAL)
+        stop = flight.cancelled
+        conn.set_progress_handler(lambda: int(stop.is_set() or time.perf_counter() > deadline),
+                                  _PROGRESS_INTERVAL)
         cursor = conn.cursor()
         try:
             cursor.execute(sql)
@@ -155,6 +174,8 @@ class SQLiteBackend(Backend):
             rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
         except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
             elapsed = time.perf_counter() - started
+            if stop.is_set():
+                return cancelled(self.name, elapsed, str(exc))
             kind = classify(exc, deadline_passed=time.perf_counter() > deadline)
             message = str(exc)
             if kind == "timeout":
@@ -163,6 +184,8 @@ class SQLiteBackend(Backend):
         finally:
             cursor.close()
             conn.set_progress_handler(None, 0)
+        if stop.is_set():
+            return cancelled(self.name, time.perf_counter() - started)
         truncated = len(rows) > max_rows
         rows = rows[:max_rows]
         return Result(columns=columns, rows=rows, types=result_types(rows, len(columns)),

@@ -258,6 +258,59 @@ def test_error_kinds_and_sqlstates(backend: MySQLBackend, sql: str, kind: str,
     assert result.rows == [] and result.columns == []
 
 
+def test_unknown_function_is_runtime_but_a_routine_the_reader_may_not_run_is_forbidden(
+        evaluation: tuple[URL, URL]) -> None:
+    url, server = evaluation
+    other = fx.unique("rt")
+    function = fx.unique("f")
+    conn = fx.admin_connection(server)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{other}`")
+            for database in (url.database, other):
+                cur.execute(f"CREATE FUNCTION `{database}`.`{function}`(x INT) RETURNS INT "
+                            f"DETERMINISTIC RETURN x + 1")
+        with connect(url) as backend:
+            unknown = backend.execute("SELECT no_such_function_xyz(1)")
+            assert unknown.error is not None and unknown.error.kind == "runtime", unknown.error
+            assert "for routine" in unknown.error.message  # the server's own words are kept
+            assert "does not exist" in unknown.error.message
+            assert backend.execute(f"SELECT `{other}`.no_such_function_xyz(1)").error.kind \
+                == "runtime"
+            # routines that exist but the SELECT-only reader may not execute: refusals
+            for call in (f"SELECT {function}(1)", f"SELECT `{other}`.{function}(1)"):
+                refused = backend.execute(call)
+                assert refused.error is not None and refused.error.kind == "forbidden", \
+                    (call, refused.error)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP FUNCTION IF EXISTS `{url.database}`.`{function}`")
+            cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
+        conn.close()
+
+
+def test_unknown_function_stays_forbidden_when_no_login_can_look_routines_up(
+        evaluation: tuple[URL, URL]) -> None:
+    """Opened with the reader's own login, nothing here may see the database's routines, so
+    an unknown function cannot be told from a refused one: the server's answer stands."""
+    url, server = evaluation
+    user, password = fx.unique("ro"), "pw-" + fx.unique()
+    conn = fx.admin_connection(server)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'")
+            cur.execute(f"GRANT SELECT ON `{url.database}`.* TO '{user}'@'%'")
+        with connect(url.set(username=user, password=password)) as own:
+            result = own.execute("SELECT no_such_function_xyz(1)")
+            assert result.error is not None, result
+            if "for routine" in result.error.message:  # MariaDB; MySQL 8 says it does not exist
+                assert result.error.kind == "forbidden", result.error
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+        conn.close()
+
+
 def test_max_rows_truncates_without_reading_everything(backend: MySQLBackend) -> None:
     huge = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000000) "
             "SELECT i FROM n")

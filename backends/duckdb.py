@@ -88,8 +88,13 @@ class DuckDBBackend(Backend):
             # execute() keeps such a connection read-only instead.
             file_read_only = self.read_only and self.path is not None
             try:
-                self._conn = duckdb.connect(target, read_only=file_read_only,
-                                            config=dict(self._config))
+                conn = duckdb.connect(target, read_only=file_read_only, config=config)
+                # DuckDB draws a progress bar on stdout for statements over ~2 s, which corrupts
+                # machine-readable output (--json). It is a session setting only, so it is set
+                # here, before the configuration is locked against untrusted SET statements.
+                conn.execute("SET enable_progress_bar = false")
+                if lock:
+                    conn.execute("SET lock_configuration = true")
             except duckdb.Error as exc:
                 raise EngineUnavailableError(
                     f"cannot open DuckDB database {target!r}: {exc}") from exc

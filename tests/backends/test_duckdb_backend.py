@@ -59,6 +59,14 @@ def test_configuration_cannot_be_unlocked() -> None:
         assert backend.execute("SELECT * FROM read_csv('/etc/passwd')").error.kind == "forbidden"
 
 
+def test_no_progress_bar_is_drawn_and_the_configuration_stays_locked(tmp_path: Path) -> None:
+    """DuckDB draws a progress bar on stdout for slow statements, which corrupted --json output."""
+    with polysql.connect("duckdb://", read_only=False) as backend:
+        assert backend.execute("SELECT current_setting('enable_progress_bar')").rows == [(False,)]
+        assert backend.execute("SELECT current_setting('lock_configuration')").rows == [(True,)]
+        assert backend.execute("SET enable_progress_bar = true").error is not None
+
+
 def test_threads_option_reaches_the_engine() -> None:
     with polysql.connect("duckdb://", threads=1) as backend:
         assert backend.execute("SELECT current_setting('threads')").rows == [(1,)]

@@ -87,17 +87,15 @@ class DuckDBBackend(Backend):
             # DuckDB cannot open an in-memory database read-only; the statement filter in
             # execute() keeps such a connection read-only instead.
             file_read_only = self.read_only and self.path is not None
+            config = dict(self._config)
+            lock = bool(config.pop("lock_configuration", False))
             try:
                 conn = duckdb.connect(target, read_only=file_read_only, config=config)
-                # DuckDB draws a progress bar on stdout for statements over ~2 s, which corrupts
-                # machine-readable output (--json). It is a session setting only, so it is set
-                # here, before the configuration is locked against untrusted SET statements.
-                conn.execute("SET enable_progress_bar = false")
-                if lock:
-                    conn.execute("SET lock_configuration = true")
+                _quiet_and_lock(conn, lock)
             except duckdb.Error as exc:
                 raise EngineUnavailableError(
                     f"cannot open DuckDB database {target!r}: {exc}") from exc
+            self._conn = conn
         return self._conn
 
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
@@ -234,3 +232,22 @@ class DuckDBBackend(Backend):
         with self._lock:
             return load_into_duckdb(self, source, fingerprint=fingerprint, replace=replace,
                                     names=names)
+
+
+def _quiet_and_lock(conn: duckdb.DuckDBPyConnection, lock: bool) -> None:
+    """Turn the progress bar off, then lock the configuration against untrusted SET statements.
+
+    DuckDB draws a progress bar on stdout for statements over ~2 s, which corrupts
+    machine-readable output (--json); it is a session setting only, so it is set here. A second
+    connection to a file this process already opened shares that database instance, whose
+    configuration is locked already: it keeps the lock, and DuckDB refuses the SET (its progress
+    bar then stays on, the one thing lost).
+    """
+    try:
+        conn.execute("SET enable_progress_bar = false")
+    except duckdb.InvalidInputException as exc:
+        if "locked" not in str(exc):
+            raise
+        return
+    if lock:
+        conn.execute("SET lock_configuration = true")

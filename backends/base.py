@@ -41,6 +41,11 @@ class Backend(ABC):
     dialect: ClassVar[str]
     #: declared features, e.g. {"read_only", "timeout", "load_target", "load_source"}
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    #: modules of the client library the backend imports when it connects (often lazily, so
+    #: loading the class proves nothing); polysql.registry refuses the engine while one is missing
+    client_modules: ClassVar[tuple[str, ...]] = ()
+    #: the polysql extra that installs ``client_modules`` (``pip install 'polysql[<extra>]'``)
+    client_extra: ClassVar[str] = ""
 
     #: engines that keep each evaluation database in one local file set this (".duckdb")
     file_suffix: ClassVar[str | None] = None

@@ -63,6 +63,8 @@ class BigQueryBackend(Backend):
     name: ClassVar[str] = "bigquery"
     dialect: ClassVar[str] = "bigquery"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    client_modules: ClassVar[tuple[str, ...]] = ("google.cloud.bigquery",)
+    client_extra: ClassVar[str] = "bigquery"
 
     def __init__(self, url: URL, target: Target, client: Any, *, read_only: bool,
                  dry_run: bool, screen_sql: bool) -> None:

@@ -89,6 +89,8 @@ class ClickHouseBackend(Backend):
     name: ClassVar[str] = "clickhouse"
     dialect: ClassVar[str] = "clickhouse"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    client_modules: ClassVar[tuple[str, ...]] = ("chdb", "clickhouse_connect")
+    client_extra: ClassVar[str] = "clickhouse"
     emulated: ClassVar[bool] = False
 
     def __init__(self, url: URL, *, read_only: bool, screen: bool,

@@ -83,6 +83,8 @@ class MySQLBackend(Backend):
     name: ClassVar[str] = "mysql"
     dialect: ClassVar[str] = "mysql"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    client_modules: ClassVar[tuple[str, ...]] = ("pymysql",)
+    client_extra: ClassVar[str] = "mysql"
 
     def __init__(self, url: URL, login: Login, *, read_only: bool, pool_size: int,
                  screen_sql: bool, collation: str | None, reader_host: str,

@@ -85,6 +85,8 @@ class PostgresBackend(Backend):
     name: ClassVar[str] = "postgres"
     dialect: ClassVar[str] = "postgres"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    client_modules: ClassVar[tuple[str, ...]] = ("psycopg",)
+    client_extra: ClassVar[str] = "postgres"
 
     def __init__(self, url: URL, *, read_only: bool, login: dict[str, Any], pool_size: int,
                  reader_role: str, screen_sql: bool, server_timeout: bool) -> None:

@@ -79,6 +79,8 @@ class SnowflakeBackend(Backend):
     name: ClassVar[str] = "snowflake"
     dialect: ClassVar[str] = "snowflake"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    client_modules: ClassVar[tuple[str, ...]] = ("snowflake.connector",)
+    client_extra: ClassVar[str] = "snowflake"
     emulated: bool = False
 
     def __init__(self, url: URL, *, read_only: bool, reader_role: str | None, pool_size: int,

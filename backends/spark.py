@@ -50,6 +50,8 @@ class SparkBackend(Backend):
     name: ClassVar[str] = "spark"
     dialect: ClassVar[str] = "spark"
     capabilities: ClassVar[frozenset[str]] = frozenset({"read_only", "timeout", "load_target"})
+    client_modules: ClassVar[tuple[str, ...]] = ("pyspark",)
+    client_extra: ClassVar[str] = "spark"
 
     def __init__(self, url: URL, target: SparkTarget, session: Any, *, read_only: bool) -> None:
         self.url = url

@@ -7,7 +7,10 @@ effect of importing a module: a backend is imported only when a URL asks for it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
@@ -39,7 +42,8 @@ ENV_ALIASES: dict[str, str] = {
     "snowflake": "POLYSQL_SNOWFLAKE_URL",
     "bigquery": "POLYSQL_BIGQUERY_URL",
 }
-# URL schemes whose client libraries come with an extra of another name
+# URL schemes whose client libraries come with an extra of another name; used when the backend
+# module itself cannot be imported (it then cannot say which extra it needs)
 _EXTRA_OF = {"postgresql": "postgres", "mariadb": "mysql", "sc": "spark"}
 
 
@@ -87,25 +91,105 @@ def parse_url(url: str | URL) -> URL:
         ) from exc
 
 
-def backend_class(url: str | URL) -> type[Backend]:
-    """The Backend class serving ``url``'s scheme (``+driver`` suffixes are ignored)."""
-    parsed = parse_url(url)
-    scheme = parsed.get_backend_name()
+@dataclass(frozen=True, slots=True)
+class EngineStatus:
+    """Whether the backend serving one URL scheme can be used here, and if not, how to fix it."""
+
+    scheme: str
+    #: the backend class; None when its module cannot be imported at all
+    backend: type[Backend] | None
+    #: client modules the backend needs that are not installed; empty when it is ready
+    missing: tuple[str, ...]
+    #: the polysql extra that installs them
+    extra: str
+    #: why the backend module itself failed to import (its client imported at module level)
+    error: str = ""
+    #: that failure was not a plain missing module (a broken or mismatched install)
+    broken: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.backend is not None and not self.missing
+
+    @property
+    def install_hint(self) -> str:
+        return f"pip install 'polysql[{self.extra}]'"
+
+    @property
+    def problem(self) -> str:
+        """Why the engine cannot be used and how to fix it, in one line ('' when ready)."""
+        if self.ready:
+            return ""
+        if self.backend is None:
+            if self.broken:
+                return (f"its client library cannot be imported ({self.error}); reinstall it "
+                        f"with {self.install_hint}")
+            return (f"its client library is not installed ({self.error}); install it with "
+                    f"{self.install_hint}")
+        names = " and ".join(self.missing)
+        verb, them = ("is", "it") if len(self.missing) == 1 else ("are", "them")
+        return f"{names} {verb} not installed; install {them} with {self.install_hint}"
+
+
+def module_installed(name: str) -> bool:
+    """Whether ``name`` (dotted names too) can be imported, without importing it: its parent
+    packages are imported, the module itself is only located."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ValueError:  # already imported without a spec (e.g. built in place): it is there
+        return name in sys.modules
+    except ImportError:  # a parent package is missing (or blocked)
+        return False
+
+
+def check_backend(scheme: str, backend: type[Backend]) -> EngineStatus:
+    """The status of ``backend`` serving ``scheme``: which of its ``client_modules`` are missing.
+    Backends import their clients lazily, so a loaded class proves nothing about them."""
+    missing = tuple(name for name in backend.client_modules if not module_installed(name))
+    return EngineStatus(scheme, backend, missing, backend.client_extra or _extra_of(scheme))
+
+
+def engine_status(scheme: str) -> EngineStatus:
+    """Whether the installed backend for ``scheme`` can be used here: the one check behind
+    ``polysql engines``, :func:`backend_class` and so every connect, load and sweep."""
     eps = _entry_points()
     if scheme not in eps:
-        known = ", ".join(available_schemes()) or "none (is polysql installed? try `pip install -e .`)"
-        raise UnknownEngineError(
-            f"no backend for engine URL scheme {scheme!r} (in {parsed.render_as_string(hide_password=True)!r}); "
-            f"installed schemes: {known}"
-        )
+        raise _unknown_scheme(scheme, scheme)
     try:
         cls = eps[scheme].load()
     except ImportError as exc:
-        raise EngineUnavailableError(
-            f"the {scheme!r} backend needs a client library that is not installed ({exc}); "
-            f"install it with `pip install 'polysql[{_EXTRA_OF.get(scheme, scheme)}]'`"
-        ) from exc
-    return cls
+        missing = exc.name or "its client library"
+        if missing.split(".")[0] == "polysql":
+            raise  # polysql's own module failed to import: a bug, not a missing client
+        plain = isinstance(exc, ModuleNotFoundError) and exc.msg == f"No module named {missing!r}"
+        return EngineStatus(scheme, None, (missing,), _extra_of(scheme), str(exc), not plain)
+    return check_backend(scheme, cls)
+
+
+def _extra_of(scheme: str) -> str:
+    return _EXTRA_OF.get(scheme, scheme)
+
+
+def _unknown_scheme(scheme: str, where: str) -> UnknownEngineError:
+    known = ", ".join(available_schemes()) or "none (is polysql installed? try `pip install -e .`)"
+    return UnknownEngineError(
+        f"no backend for engine URL scheme {scheme!r} (in {where!r}); installed schemes: {known}")
+
+
+def backend_class(url: str | URL) -> type[Backend]:
+    """The Backend class serving ``url``'s scheme (``+driver`` suffixes are ignored).
+
+    EngineUnavailableError, naming the extra to install, when its client library is missing.
+    """
+    parsed = parse_url(url)
+    scheme = parsed.get_backend_name()
+    if scheme not in _entry_points():
+        raise _unknown_scheme(scheme, parsed.render_as_string(hide_password=True))
+    status = engine_status(scheme)
+    if not status.ready:
+        raise EngineUnavailableError(f"engine {scheme!r} unavailable: {status.problem}")
+    assert status.backend is not None
+    return status.backend
 
 
 def connect(url: str | URL, **options: Any) -> Backend:

@@ -10,9 +10,10 @@ accents, trailing spaces, duplicate rows) built with sqlite3 and loaded with ``p
 Adding an engine is one entry in ``ENGINES``: a :class:`EngineEntry` that provisions its copy of
 the fixture (server engines go through their ``polysql_testkit.engine_<name>`` hook, which also cleans
 up). If the engine cannot be reached (client not installed, server down) provisioning raises
-``EngineUnavailableError`` and its tests are
-skipped with the reason -- unless the engine is named in ``POLYSQL_REQUIRE`` (comma-separated,
-e.g. ``POLYSQL_REQUIRE=sqlite,duckdb`` in CI), in which case they fail.
+``EngineUnavailableError`` and its tests are skipped with the reason (for a missing client, the
+``pip install 'polysql[<extra>]'`` that adds it) -- unless the engine is named in
+``POLYSQL_REQUIRE`` (comma-separated, e.g. ``POLYSQL_REQUIRE=sqlite,duckdb`` in CI), in which case
+they fail. The skip-or-fail rule lives in :mod:`polysql_testkit.availability`.
 
 Gaps are declared on the test, ibis-style::
 
@@ -38,6 +39,7 @@ from typing import Any, NoReturn
 import pytest
 import sqlglot
 import sqlglot.errors
+from polysql_testkit import availability
 
 import polysql
 from polysql.backends.base import Backend
@@ -79,6 +81,11 @@ def _server_engine(module_name: str) -> EngineEntry:
         return importlib.import_module(f"polysql_testkit.engine_{module_name}")
 
     def provision(source: Path, workdir: Path) -> Backend:
+        # before the hook: hooks import the backend's client, and emulators are built and
+        # started for nothing when the client cannot talk to them
+        problem = availability.client_problem(module_name)
+        if problem is not None:
+            raise EngineUnavailableError(problem)
         engine = hook()
         try:
             return engine.provision(source, tag)
@@ -170,15 +177,12 @@ def fixture_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- engines ---------------------------------------------------------------------------------
 
 def required_engines() -> set[str]:
-    return {name.strip() for name in os.environ.get("POLYSQL_REQUIRE", "").split(",") if name.strip()}
+    return availability.required_names()
 
 
 def unavailable(name: str, reason: str) -> NoReturn:
     """Skip (or, for a required engine, fail) because engine ``name`` cannot be used."""
-    if name in required_engines():
-        pytest.fail(f"engine {name!r} is required by POLYSQL_REQUIRE but unavailable: {reason}",
-                    pytrace=False)
-    pytest.skip(f"engine {name!r} unavailable: {reason}")
+    availability.unavailable(name, reason)
 
 
 def _engine_params() -> list[Any]:

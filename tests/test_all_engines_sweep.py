@@ -5,14 +5,19 @@ their emulators (which must be labelled as such everywhere)."""
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from polysql_testkit import engine_bigquery, engine_snowflake, mysql_fixtures, pg_fixtures
+from polysql_testkit import (
+    availability,
+    engine_bigquery,
+    engine_snowflake,
+    mysql_fixtures,
+    pg_fixtures,
+)
 from sqlalchemy.engine import URL
 
 from polysql.cli import main
@@ -25,15 +30,13 @@ def _service(name: str, url: Callable[[], URL]) -> str:
     try:
         return url().render_as_string(hide_password=False)
     except (engine_snowflake.ServerUnavailable, engine_bigquery.ServerUnavailable) as exc:
-        if name in os.environ.get("POLYSQL_REQUIRE", "").split(","):
-            pytest.fail(f"{exc} (POLYSQL_REQUIRE lists {name})")
-        pytest.skip(str(exc))
+        availability.unavailable(name, str(exc))
 
 
 @pytest.mark.slow
 def test_demo_sweep_on_every_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("pyspark")
-    pytest.importorskip("chdb")
+    for engine in ENGINES.split(","):
+        availability.require_client(engine)  # before any server or emulator is started
     monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
     # the local servers by their default short names; hosted services from the environment
     pg, my = pg_fixtures.server_url(), mysql_fixtures.server_url()

@@ -10,7 +10,6 @@ lists "bigquery" (then they fail).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polysql_testkit.availability import is_required, require_client
 from sqlalchemy.engine import URL, make_url
 
-pytest.importorskip("google.cloud.bigquery")
+require_client("bigquery")  # skips the module (names the extra) before the imports that need it
 
 from google.api_core import exceptions as api_exceptions  # noqa: E402
 from google.cloud import bigquery  # noqa: E402
@@ -61,8 +61,7 @@ CREATE INDEX "ix_qty" ON "order items" ("qty");
 
 
 def _required() -> bool:
-    wanted = os.environ.get("POLYSQL_REQUIRE", "")
-    return "bigquery" in {name.strip().lower() for name in wanted.split(",")}
+    return is_required("bigquery")
 
 
 def _unavailable(reason: str) -> None:

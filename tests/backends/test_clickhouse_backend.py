@@ -19,26 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polysql_testkit.availability import require_client
 
 import polysql
 from polysql.backends._clickhouse_screen import screen_statement, statements, tokenize
 from polysql.errors import ConfigError, EngineUnavailableError, LoadError
 
 
-def _require_chdb() -> None:
-    try:
-        import chdb  # noqa: F401
-        import clickhouse_connect  # noqa: F401
-    except ImportError as exc:
-        wanted = {n.strip() for n in os.environ.get("POLYSQL_REQUIRE", "").split(",")}
-        if "clickhouse" in wanted:
-            pytest.fail(f"POLYSQL_REQUIRE lists clickhouse but {exc}")
-        pytest.skip(f"ClickHouse client libraries missing: {exc}")
-
-
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _chdb_present() -> None:
-    _require_chdb()
+    """Module-scoped, so it runs before the module-scoped databases the tests load."""
+    require_client("clickhouse")
 
 
 def build_sqlite(path: Path, script: str, rows: dict[str, list[tuple[Any, ...]]]) -> Path:

@@ -23,20 +23,15 @@ from typing import Any
 
 import pytest
 from polysql_testkit import engine_snowflake, snowflake_emulator
+from polysql_testkit.availability import is_required, require_client
 from sqlalchemy.engine import URL, make_url
 
 
 def _required() -> bool:
-    wanted = os.environ.get("POLYSQL_REQUIRE", "")
-    return "snowflake" in {name.strip().lower() for name in wanted.split(",")}
+    return is_required("snowflake")
 
 
-try:
-    import snowflake.connector  # noqa: F401  (the snowflake extra)
-except ImportError as exc:
-    if _required():
-        raise
-    pytest.skip(f"snowflake-connector-python is not installed: {exc}", allow_module_level=True)
+require_client("snowflake")  # skips the module (names the extra) before the imports that need it
 
 from polysql.backends import _snowflake_exec as snowflake_exec  # noqa: E402
 from polysql.backends._snowflake_conn import (  # noqa: E402

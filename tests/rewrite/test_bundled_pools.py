@@ -14,7 +14,6 @@ when one is unreachable its cases skip, unless POLYSQL_REQUIRE names the engine.
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -301,18 +300,17 @@ def _spark_warehouse() -> Path:
 def _spark_scratch(case: RewriteCase) -> Iterator[Runner]:
     """A fresh database in the process's embedded Spark session, dropped (with its tables'
     files) on exit."""
-    from polysql.backends.spark import SparkBackend
+    from polysql_testkit import availability
+
     from polysql.errors import EngineUnavailableError
 
+    spark_backend = availability.require_client("spark")
     warehouse = _spark_warehouse()
     try:
-        backend = SparkBackend.connect(f"spark://local[2]/?warehouse={warehouse}",
-                                       read_only=False)
-    except (ImportError, EngineUnavailableError) as exc:
-        reason = f"no embedded Spark session: {exc}"
-        if "spark" in os.environ.get("POLYSQL_REQUIRE", "").split(","):
-            pytest.fail(f"{reason} (POLYSQL_REQUIRE lists spark)", pytrace=False)
-        pytest.skip(reason)
+        backend = spark_backend.connect(f"spark://local[2]/?warehouse={warehouse}",
+                                        read_only=False)
+    except EngineUnavailableError as exc:
+        availability.unavailable("spark", f"no embedded Spark session: {exc}")
     session = backend.session
     name = f"polysql_rewrite_pool_{uuid.uuid4().hex[:12]}"
     session.sql(f"CREATE DATABASE {name} LOCATION '{warehouse / name}.db'")

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pytest
 import yaml
+from polysql_testkit.availability import require_client
 
 from polysql.datasets.rewrite_cases import (
     KNOWN_CHECKS,
@@ -730,7 +731,8 @@ def _unreachable(engine: str, error: Exception) -> None:
 
 @pytest.fixture
 def postgres_rows() -> Iterator[Callable[[RewriteCase], list[list[tuple[Any, ...]]]]]:
-    psycopg = pytest.importorskip("psycopg")
+    require_client("postgres")
+    import psycopg
     from sqlalchemy.engine import make_url
 
     url = make_url(os.environ.get("POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/"))
@@ -764,7 +766,8 @@ def postgres_rows() -> Iterator[Callable[[RewriteCase], list[list[tuple[Any, ...
 
 @pytest.fixture
 def mysql_rows() -> Iterator[Callable[[RewriteCase], list[list[tuple[Any, ...]]]]]:
-    pymysql = pytest.importorskip("pymysql")
+    require_client("mysql")
+    import pymysql
     from sqlalchemy.engine import make_url
 
     url = make_url(os.environ.get("POLYSQL_MYSQL_URL", "mysql://root@127.0.0.1:3306/"))

@@ -11,7 +11,6 @@ pyspark or a Java runtime the tests skip, unless POLYSQL_REQUIRE lists spark.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from polysql_testkit import availability
 
 from polysql.analysis.rewrite_databases import (
     EvaluationDatabase,
@@ -49,20 +49,14 @@ SCAFFOLD_ROWS = [(1, "apple", Decimal("1.50")), (2, "banana", Decimal("0.25")),
                  (3, "cherry", Decimal("4.00"))]
 
 
-def _required() -> bool:
-    return "spark" in {name.strip().lower()
-                       for name in os.environ.get("POLYSQL_REQUIRE", "").split(",")}
-
-
 def _unavailable(reason: str) -> NoReturn:
-    if _required():
-        pytest.fail(f"{reason} (POLYSQL_REQUIRE lists spark)", pytrace=False)
-    pytest.skip(reason)
+    availability.unavailable("spark", reason)
 
 
 def _missing_runtime() -> str | None:
-    if importlib.util.find_spec("pyspark") is None:
-        return "pyspark is not installed"
+    problem = availability.client_problem("spark")
+    if problem is not None:
+        return problem
     java_home = os.environ.get("JAVA_HOME")
     bundled_java = java_home is not None and (Path(java_home) / "bin" / "java").exists()
     if shutil.which("java") is None and not bundled_java:

@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from polysql.backends.base import Backend
 from polysql.errors import EngineUnavailableError
 from polysql_testkit import bigquery_emulator
+from polysql_testkit.availability import client_problem
 
 NAME = "bigquery"
 PROJECT = "polysql-test"
@@ -34,6 +35,9 @@ def base_url() -> URL:
     configured = os.environ.get("POLYSQL_BIGQUERY_URL", "").strip()
     if configured:
         return make_url(configured)
+    problem = client_problem(NAME)  # no emulator is built for a client that is not there
+    if problem is not None:
+        raise ServerUnavailable(problem)
     try:
         endpoint = bigquery_emulator.shared_endpoint()
     except bigquery_emulator.EmulatorUnavailable as exc:
@@ -46,11 +50,11 @@ def dataset_url(tag: str, *, base: URL | None = None) -> URL:
 
 
 def _backend_class() -> type[Backend]:
-    try:
-        from polysql.backends.bigquery import BigQueryBackend
-    except ImportError as exc:
-        raise ServerUnavailable(f"google-cloud-bigquery is not installed ({exc}); install "
-                                f"polysql[bigquery]") from exc
+    problem = client_problem(NAME)
+    if problem is not None:
+        raise ServerUnavailable(problem)
+    from polysql.backends.bigquery import BigQueryBackend
+
     return BigQueryBackend
 
 

@@ -17,6 +17,7 @@ from polysql.backends.base import Backend
 from polysql.errors import EngineUnavailableError
 from polysql.registry import parse_url
 from polysql_testkit import snowflake_emulator
+from polysql_testkit.availability import client_problem
 
 NAME = "snowflake"
 URL_ENV = "POLYSQL_SNOWFLAKE_URL"
@@ -30,10 +31,14 @@ class ServerUnavailable(Exception):
 
 
 def base_url() -> URL:
-    """The server URL (no database), starting the shared emulator if none is configured."""
+    """The server URL (no database), starting the shared emulator if none is configured --
+    unless the connector is missing here: then no emulator is built for nothing."""
     configured = os.environ.get(URL_ENV)
     if configured:
         return make_url(configured)
+    problem = client_problem(NAME)
+    if problem is not None:
+        raise ServerUnavailable(problem)
     try:
         return make_url(snowflake_emulator.shared_url())
     except snowflake_emulator.EmulatorUnavailable as exc:
@@ -49,10 +54,11 @@ def schema_url(tag: str, schema: str = "PUBLIC") -> URL:
 
 
 def _backend_class() -> type[Backend]:
-    try:
-        from polysql.backends.snowflake import SnowflakeBackend
-    except ImportError as exc:  # the snowflake extra is not installed
-        raise ServerUnavailable(f"snowflake-connector-python is not installed: {exc}") from exc
+    problem = client_problem(NAME)  # the snowflake extra is not installed
+    if problem is not None:
+        raise ServerUnavailable(problem)
+    from polysql.backends.snowflake import SnowflakeBackend
+
     return SnowflakeBackend
 
 

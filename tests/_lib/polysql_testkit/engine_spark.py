@@ -18,6 +18,7 @@ from sqlalchemy.engine import URL, make_url
 
 from polysql.backends.base import Backend
 from polysql.errors import EngineUnavailableError
+from polysql_testkit.availability import client_problem
 
 NAME = "spark"
 DEFAULT_URL = "spark://local[2]"
@@ -51,10 +52,11 @@ def target_url(tag: str) -> URL:
 
 
 def _spark_backend() -> type:
-    try:
-        from polysql.backends.spark import SparkBackend
-    except ImportError as exc:
-        raise ServerUnavailable(f"pyspark is not installed: {exc}") from exc
+    problem = client_problem(NAME)  # the backend imports pyspark only when it connects
+    if problem is not None:
+        raise ServerUnavailable(problem)
+    from polysql.backends.spark import SparkBackend
+
     return SparkBackend
 
 

@@ -1,7 +1,7 @@
 """Why did a prediction fail? A model reads each failure and names one category of the taxonomy.
 
 The categories and the decision procedure the model follows are written down in
-``docs/error-taxonomy.md`` and, for the model, in ``polysql/prompts/classify_errors_v1.j2``. Logic
+``docs/error-taxonomy.md`` and, for the model, in ``polysql/llm/prompts/classify_errors_v1.j2``. Logic
 comes before syntax: a query is a ``dialect_error`` only when its logic would be right on an
 engine that accepts its syntax.
 
@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from polysql.analysis.categories import CATEGORIES, LOGICAL, SYNTACTIC, UNCLASSIFIED
-from polysql.errors import ConfigError, LLMError, ResultsStoreError
-from polysql.llm import LLMClient
-from polysql.prompting import Prompt, engine_label, find_template
+from polysql.core.errors import ConfigError, LLMError, ResultsStoreError
+from polysql.datasets.base import GOLD_DIALECT
+from polysql.llm.client import LLMClient
+from polysql.llm.prompting import Prompt, engine_label, find_template
 
 __all__ = ["CATEGORIES", "DEFAULT_TEMPLATE", "FAILURE_STATUSES", "LOGICAL", "OUTPUT_SCHEMA",
            "SYNTACTIC", "UNCLASSIFIED", "Classification", "ClassifierPrompt", "ErrorClassifier",
@@ -76,7 +77,7 @@ class FailureCase:
     status: str  # mismatch | exec_error | generation_failure
     signal: str  # deterministic first-pass label, e.g. "syntax_error", "wrong_row_count"
     detail: str  # the verdict reason or the engine's error message
-    gold_dialect: str = "sqlite"  # the dialect the gold SQL is written in
+    gold_dialect: str = GOLD_DIALECT  # the dialect the gold SQL is written in
 
 
 def case_from_record(record: dict[str, Any], signal: str) -> FailureCase:
@@ -103,7 +104,7 @@ def case_from_record(record: dict[str, Any], signal: str) -> FailureCase:
         gold_sql=record.get("gold_sql") or "",
         sql=sql if isinstance(sql, str) and sql.strip() else None,
         status=status, signal=signal, detail=_record_detail(record),
-        gold_dialect=record.get("gold_dialect") or "sqlite",
+        gold_dialect=record.get("gold_dialect") or GOLD_DIALECT,  # older records lack it
     )
 
 

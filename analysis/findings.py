@@ -33,14 +33,17 @@ from polysql.analysis.stats import (
     tiers,
     wilson_interval,
 )
-from polysql.store import record_key
+from polysql.core.store import record_key
+from polysql.datasets.base import GOLD_DIALECT
 
 POOLED = "(pooled)"
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    reference: str | None = "sqlite"  # engine (name or dialect) drops are measured against
+    # engine (name or dialect) drops are measured against: by default the one speaking the
+    # dialect the gold SQL is written in
+    reference: str | None = GOLD_DIALECT
     alpha: float = 0.05
     resamples: int = 10_000
     seed: int = 0

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polysql.errors import ResultsStoreError
-from polysql.store import RESULTS_FILE, ResultsStore, record_key, run_plan
+from polysql.core.errors import ResultsStoreError
+from polysql.core.store import RESULTS_FILE, ResultsStore, record_key, run_plan
 
 QuestionKey = tuple[str, str]  # (dataset, question_id)
 OutcomeKey = tuple[str, str, str, str]  # (dataset, question_id, predictor, engine)

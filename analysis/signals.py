@@ -9,8 +9,12 @@ fallback for records written before shapes existed.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
+
+from polysql.backends import catalog
+from polysql.core.errors import ConfigError
 
 #: every label, grouped by family; the family is what reports count side by side
 SIGNAL_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -37,35 +41,21 @@ _SQLSTATE: dict[str, str] = {
     "22008": "type_error", "22018": "type_error", "42725": "type_error",
 }
 
-# Messages, checked in order: the first pattern that matches decides. Covers SQLite, DuckDB,
-# PostgreSQL and MySQL/MariaDB wording, so engines without SQLSTATE are sorted the same way.
-_MESSAGES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (label, re.compile(pattern, re.IGNORECASE)) for label, pattern in (
-        ("ambiguous_column", r"ambiguous column|column reference .* is ambiguous|"
-                             r"is ambiguous|ambiguous reference"),
-        ("unknown_column", r"no such column|unknown column|column .* does not exist|"
-                           r"unknown expression identifier|"
-                           r"referenced column .* not found|column .* not found|"
-                           r"could not find column|has no column"),
-        ("unknown_table", r"no such table|table .* does(n't| not) exist|"
-                          r"table with name .* does not exist|relation .* does not exist|"
-                          r"unknown table|not found: table"),
-        ("unknown_function", r"no such function|function .* does not exist|"
-                             r"function with name .* does not exist|"
-                             r"unknown function|is not a recognized built-in function|"
-                             r"function not found"),
-        ("grouping_error", r"must appear in the group by|not in group by|"
-                           r"misuse of aggregate|aggregate functions are not allowed|"
-                           r"aggregate function calls cannot be nested|isn't in group by|"
-                           r"nonaggregated column"),
-        ("type_error", r"no function matches|could not convert|conversion error|"
-                       r"invalid input syntax|cannot be cast|operator does not exist|"
-                       r"cannot compare|type mismatch|datatype mismatch|incorrect .* value"),
-        ("syntax_error", r"syntax error|parser error|you have an error in your sql syntax|"
-                         r"incomplete input|unrecognized token"),
-    ))
-
-_ROUTINE_DENIED = re.compile(r"execute command denied .* for routine", re.IGNORECASE)
+# Messages, checked label by label in this order: the first label with a matching pattern
+# decides. These are the wordings several engines share; each engine adds its own
+# (EngineInfo.error_vocabulary), so engines without SQLSTATE are sorted the same way.
+_SHARED_MESSAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ambiguous_column", (r"ambiguous column", r"is ambiguous")),
+    ("unknown_column", (r"unknown column", r"column .* does not exist", r"column .* not found",
+                        r"could not find column", r"has no column")),
+    ("unknown_table", (r"table .* does(n't| not) exist", r"unknown table")),
+    ("unknown_function", (r"function .* does not exist", r"unknown function",
+                          r"is not a recognized built-in function")),
+    ("grouping_error", (r"must appear in the group by", r"not in group by",
+                        r"aggregate function calls cannot be nested")),
+    ("type_error", (r"cannot be cast", r"cannot compare", r"type mismatch")),
+    ("syntax_error", (r"syntax error",)),
+)
 
 _ERROR_KINDS: dict[str, str] = {
     "timeout": "timeout", "too_large": "too_large", "forbidden": "forbidden",
@@ -79,20 +69,69 @@ _SHAPES: dict[str, str] = {
 }
 
 
+@functools.cache
+def _vocabularies() -> dict[str, tuple[str, ...]]:
+    """Every installed engine's own wordings, by label (``EngineInfo.error_vocabulary``)."""
+    known = [label for label, _ in _SHARED_MESSAGES]
+    found: dict[str, tuple[str, ...]] = {}
+    for info in catalog.infos():
+        for label, pattern in info.error_vocabulary:
+            if label not in known:
+                raise ConfigError(f"engine {info.name!r}: error_vocabulary names the signal "
+                                  f"{label!r}; use one of {', '.join(known)}")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"engine {info.name!r}: error_vocabulary pattern {pattern!r} "
+                                  f"for {label} is not a regular expression: {exc}") from exc
+            found[label] = (*found.get(label, ()), pattern)
+    return found
+
+
+def _alternatives(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
+
+
+@functools.cache
+def _messages() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The shared wordings with every engine's own, one pattern per label, in label order."""
+    vocabularies = _vocabularies()
+    compiled = ((label, _alternatives((*shared, *vocabularies.get(label, ()))))
+                for label, shared in _SHARED_MESSAGES)
+    return tuple((label, pattern) for label, pattern in compiled if pattern is not None)
+
+
+@functools.cache
+def _engine_messages() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Only the engines' own wordings, one pattern per label, in label order."""
+    vocabularies = _vocabularies()
+    compiled = ((label, _alternatives(vocabularies.get(label, ()))) for label, _ in _SHARED_MESSAGES)
+    return tuple((label, pattern) for label, pattern in compiled if pattern is not None)
+
+
+def _by_message(message: str, patterns: tuple[tuple[str, re.Pattern[str]], ...]) -> str | None:
+    return next((label for label, pattern in patterns if pattern.search(message)), None)
+
+
 def error_signal(kind: str, message: str, sqlstate: str | None) -> str:
     """The label of one execution error."""
-    if kind == "forbidden" and _ROUTINE_DENIED.search(message or ""):
-        # MySQL checks EXECUTE before existence: an unknown function called by the evaluation
-        # login (which may execute no routine, and the copies hold none) reads as a refusal.
-        return "unknown_function"
+    if kind == "forbidden":
+        # An engine may refuse what is really a mistake in the statement, and its own
+        # vocabulary says so (MariaDB checks EXECUTE before it looks a routine up: an unknown
+        # function called by the evaluation login reads as a refusal).
+        label = _by_message(message or "", _engine_messages())
+        if label is not None:
+            return label
     if kind in _ERROR_KINDS:
         return _ERROR_KINDS[kind]
     # The message first: SQLSTATE classes are coarse and engines disagree on them (MySQL's 42000
     # and 23000 are catch-alls, Snowflake files an unknown function under 42601, emulators borrow
     # whatever their host engine says), while every engine names the problem in its message.
-    for label, pattern in _MESSAGES:
-        if pattern.search(message or ""):
-            return label
+    label = _by_message(message or "", _messages())
+    if label is not None:
+        return label
     by_state = _SQLSTATE.get((sqlstate or "").upper())
     if by_state is not None:
         return by_state

@@ -1,1 +1,2 @@
-"""Engine backends (``polysql.backends``): one module per engine, plus the protocol in ``base``."""
+"""Engine backends (``polysql.backends``): the protocol and EngineInfo in ``base``, the installed
+engines in ``catalog``, shared parts in ``_common``, and one package per engine."""

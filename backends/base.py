@@ -11,20 +11,149 @@ raise for a problem with the statement itself: it returns a :class:`~polysql.Res
 
 from __future__ import annotations
 
+import hashlib
 import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
 from sqlalchemy.engine import URL
 
-from polysql.model import Result
-from polysql.schema import Coercion, LoadReport, Table
+from polysql.backends._common.statement_text import STANDARD_COMMENTS, CommentSyntax
+from polysql.core.errors import ConfigError, LoadError
+from polysql.core.model import Result
+from polysql.core.schema import Coercion, LoadReport, Table
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
+
+
+# What a scaffolded rewrite case's setup script creates, in SQL most engines accept; an engine
+# whose DDL differs declares its own in EngineInfo.setup_template.
+DEFAULT_SETUP_TEMPLATE = """\
+CREATE TABLE items (
+    id INTEGER NOT NULL PRIMARY KEY,
+    name VARCHAR(40) NOT NULL,
+    price DECIMAL(10, 2) NOT NULL
+);"""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineInfo:
+    """Every fact about one engine, declared once, in ``backends/<engine>/__init__.py`` as
+    ``INFO``. Reading it never imports the engine's client library. Every table that lists
+    engines (short names, extras, display names, prompts, error wording, checksums, templates)
+    is built from these: adding an engine is one package, one entry point and one extra.
+    """
+
+    #: registry key, pytest marker and the engine's name in results ("postgres")
+    name: str
+    #: sqlglot dialect the engine speaks ("postgres")
+    dialect: str
+    #: how people write its name ("PostgreSQL")
+    display_name: str
+    #: URL schemes it serves; each is a ``polysql.backends`` entry point
+    schemes: tuple[str, ...]
+    #: short names typed on the command line -> the URL each stands for ("" for a hosted service
+    #: whose URL comes from ``url_env``)
+    aliases: Mapping[str, str]
+    #: the pip extra that installs its client ("" when polysql's own dependencies suffice)
+    extra: str = ""
+    #: modules of the client library, checked (never imported) before the engine is used
+    client_modules: tuple[str, ...] = ()
+    #: environment variable holding the URL of a hosted service with no default instance
+    url_env: str | None = None
+    #: display names of aliases that are another product speaking the same dialect
+    flavors: Mapping[str, str] = field(default_factory=dict)
+    #: an engine a plain ``polysql sweep`` uses (embedded, nothing to set up)
+    default_sweep: bool = False
+    #: ``{sql}`` wrapped so the engine returns (row count, order-insensitive checksum) of its
+    #: result, for graders that compare large results without fetching them; None: no such SQL
+    checksum_sql: str | None = None
+    #: DDL of the ``items`` table a scaffolded rewrite case starts from
+    setup_template: str = DEFAULT_SETUP_TEMPLATE
+    #: (error signal, regex) pairs for how this engine words errors the shared patterns miss
+    #: (case-insensitive; see :mod:`polysql.analysis.signals`). A refusal (``forbidden``) whose
+    #: message matches takes the pair's signal: the engine refused what is really a mistake in
+    #: the statement.
+    error_vocabulary: tuple[tuple[str, str], ...] = ()
+    #: what a prompt at the ``pitfalls`` level tells a model about writing for this engine, as
+    #: (topic, text) pairs: the topic is a stable key ("integer_division") that tests and
+    #: analyses use to see which hazards a prompt covered, the text is what the model reads
+    pitfalls: tuple[tuple[str, str], ...] = ()
+    #: how model answers name the engine or its dialect ("postgresql", "psql"), lower case
+    text_names: tuple[str, ...] = ()
+    #: the first major release whose first number alone names it, so prompts say
+    #: "PostgreSQL 15" (from PostgreSQL 10 on); None: major.minor ("MariaDB 10.11")
+    major_only_from: int | None = None
+    #: a throwaway server for ``polysql up`` (Docker image, port, URL template); None: none
+    container: Container | None = None
+    #: comments its SQL has beyond ``--`` and ``/* */`` (empty-statement detection)
+    comments: CommentSyntax = STANDARD_COMMENTS
+
+    def display(self, alias: str | None = None) -> str:
+        """The engine's name as people write it, or the flavor an alias stands for."""
+        return self.flavors.get((alias or "").lower(), self.display_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """A throwaway server for ``polysql up`` (testcontainers)."""
+
+    #: the default Docker image
+    image: str
+    #: ``module:function`` that starts it: ``function(image, stack, password) -> admin URL``
+    starter: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetupScript:
+    """A DDL + data script an evaluation database is built from (a rewrite case's ``setup_sql``),
+    for :meth:`Backend.build_from_script`.
+
+    Scripts are self-contained (no files, no transaction control) and create their objects in
+    the database's default schema; each statement runs as written, in order.
+    """
+
+    #: the statements, as written, in order
+    statements: tuple[str, ...]
+    #: what the build is recorded under: the sha256 of the script's text
+    fingerprint: str
+    #: where the script came from (its path), for reports and messages
+    origin: str
+
+    @classmethod
+    def from_text(cls, text: str, statements: Sequence[str], origin: str) -> SetupScript:
+        """The script ``text`` split into ``statements``; its fingerprint covers the whole text,
+        comments and all, so any edit rebuilds."""
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return cls(tuple(statements), f"sha256:{digest}", origin)
+
+    def run(self, target: URL, execute: Callable[[str], object],
+            errors: type[Exception] | tuple[type[Exception], ...]) -> None:
+        """Run every statement with ``execute``; the first that raises one of ``errors`` stops
+        the build with a LoadError naming it, its number and ``target``."""
+        for number, statement in enumerate(self.statements, 1):
+            try:
+                execute(statement)
+            except errors as exc:
+                shown = statement if len(statement) <= 300 else statement[:300] + " ..."
+                where = target.render_as_string(hide_password=True)
+                raise LoadError(
+                    f"statement {number} of {len(self.statements)} in {self.origin} failed on "
+                    f"{where}: {str(exc).strip() or type(exc).__name__}\n    {shown}") from exc
+
+    def report(self, target: URL, tables: Mapping[str, int], *, skipped: bool = False,
+               started: float | None = None) -> LoadReport:
+        """What building ``target`` did (``started``: its ``time.perf_counter()`` at the start)."""
+        elapsed = time.perf_counter() - started if started is not None else 0.0
+        return LoadReport(source=self.origin, target=target.render_as_string(hide_password=True),
+                          fingerprint=self.fingerprint, skipped=skipped, tables=dict(tables),
+                          elapsed=elapsed)
 
 
 def _safe_name(text: str) -> str:
@@ -35,17 +164,14 @@ def _safe_name(text: str) -> str:
 class Backend(ABC):
     """One connection to one engine holding one database."""
 
-    #: registry key, pytest marker and the name shown in reports ("sqlite", "duckdb", ...)
+    #: the engine's facts (its package's ``INFO``)
+    info: ClassVar[EngineInfo]
+    #: registry key, pytest marker and the name shown in reports: ``info.name``
     name: ClassVar[str]
-    #: sqlglot dialect name used to parse/render SQL for this engine
+    #: sqlglot dialect name used to parse/render SQL for this engine: ``info.dialect``
     dialect: ClassVar[str]
     #: declared features, e.g. {"read_only", "timeout", "load_target", "load_source"}
     capabilities: ClassVar[frozenset[str]] = frozenset()
-    #: modules of the client library the backend imports when it connects (often lazily, so
-    #: loading the class proves nothing); polysql.registry refuses the engine while one is missing
-    client_modules: ClassVar[tuple[str, ...]] = ()
-    #: the polysql extra that installs ``client_modules`` (``pip install 'polysql[<extra>]'``)
-    client_extra: ClassVar[str] = ""
 
     #: engines that keep each evaluation database in one local file set this (".duckdb")
     file_suffix: ClassVar[str | None] = None
@@ -82,7 +208,7 @@ class Backend(ABC):
 
         Text that holds no statement (empty, whitespace, comments, semicolons) or a NUL character
         is refused the same way on every engine, before it reaches one: a ``syntax`` error (see
-        :mod:`polysql.backends._statement_text`)."""
+        :mod:`polysql.backends._common.statement_text`)."""
 
     @abstractmethod
     def version(self) -> str:
@@ -131,8 +257,21 @@ class Backend(ABC):
              replace: bool = False, names: str = "exact") -> LoadReport:
         """Copy every table of ``source`` into this engine, idempotently (skip when the
         fingerprint matches what is already loaded, unless ``replace``). ``names`` is a
-        :mod:`polysql.naming` mode: ``exact`` (default), ``lower`` or ``snake``."""
+        :mod:`polysql.core.naming` mode: ``exact`` (default), ``lower`` or ``snake``."""
         raise NotImplementedError(f"{self.name} backend cannot be a load target yet")
+
+    @classmethod
+    def build_from_script(cls, target: URL, script: SetupScript, **options: Any) -> LoadReport:
+        """Build the evaluation database at ``target`` (an administrator's URL, as for ``load``)
+        by running ``script`` into a fresh database, unless one built from
+        ``script.fingerprint`` is there already (then a ``skipped`` report). Like a load, the
+        build is recorded where the engine's loads record theirs (never inside the evaluation
+        database), leaves the database readable by the login ``connect(target, **options)``
+        evaluates as, and is all or nothing. ``options`` are ``connect``'s. A statement that
+        fails raises LoadError naming it (:meth:`SetupScript.run`)."""
+        raise ConfigError(
+            f"the {cls.name} engine cannot host setup_sql cases yet: give the case a sqlite or "
+            f"dataset database instead, or implement {cls.__name__}.build_from_script")
 
     # -- context manager --------------------------------------------------------------------
     def __enter__(self) -> Backend:

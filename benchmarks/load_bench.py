@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import polysql
-from polysql.errors import PolysqlError
-from polysql.registry import parse_url
+from polysql.core.errors import PolysqlError
+from polysql.core.urls import parse_url
 
 
 def generate(path: Path, rows: int) -> dict[str, int]:

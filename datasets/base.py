@@ -6,6 +6,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: The dialect text-to-SQL data sets write their gold SQL in: BIRD, Spider and the demo ship
+#: each database as a SQLite file. A fact of the data, not of an engine; the engine that runs
+#: gold SQL is whichever one speaks this dialect.
+GOLD_DIALECT = "sqlite"
+
 
 @dataclass(frozen=True, slots=True)
 class Question:
@@ -17,7 +22,7 @@ class Question:
     gold_sql: str
     evidence: str = ""
     tags: tuple[str, ...] = ()
-    source_dialect: str = "sqlite"
+    source_dialect: str = GOLD_DIALECT
     difficulty: str | None = None
 
 

@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.base import Dataset, Question
-from polysql.errors import DatasetError
 
 
 @dataclass(slots=True)

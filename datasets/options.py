@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from polysql.errors import DatasetError
+from polysql.core.errors import DatasetError
 
 
 def parse_options(text: str, *, spec: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Read question files (JSON lists of objects) with errors that point at the file, entry and field.
 
 Every loader goes through here so a malformed file always fails the same way: a
-:class:`~polysql.errors.DatasetError` saying which file, which entry (0-based index in the list)
+:class:`~polysql.core.errors.DatasetError` saying which file, which entry (0-based index in the list)
 and which field is wrong, and what was expected instead.
 """
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from polysql.errors import DatasetError
+from polysql.core.errors import DatasetError
 
 
 def read_json_list(path: Path) -> list[Any]:

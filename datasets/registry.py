@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.base import Dataset
+from polysql.datasets.demo import DemoDataset
 from polysql.datasets.options import check_options, parse_options
-from polysql.errors import DatasetError
 
 Loader = Callable[[Path, dict[str, str]], Dataset]
 
@@ -57,8 +58,6 @@ KINDS: tuple[DatasetKind, ...] = (
 
 
 def _load_demo(path: Path, options: dict[str, str]) -> Dataset:
-    from polysql.datasets.demo import DemoDataset
-
     check_options(options, {}, kind="demo")
     return DemoDataset.load()
 

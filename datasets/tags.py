@@ -10,7 +10,7 @@ docs/datasets.md lists the same tags; a test keeps the two in step.
 
 from __future__ import annotations
 
-from polysql.errors import DatasetError
+from polysql.core.errors import DatasetError
 
 HAZARD_TAGS: dict[str, str] = {
     "integer_division": "int / int truncates in SQLite (and PostgreSQL) but not in DuckDB or MySQL",

@@ -27,13 +27,13 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from polysql import __version__
 from polysql.analysis.summary import STATUSES, summarize
+from polysql.core.errors import BundleError, PolysqlError
+from polysql.core.store import RUN_FILE, ResultsStore
+from polysql.core.version import __version__
 from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset
-from polysql.errors import BundleError, PolysqlError
 from polysql.leaderboard.fingerprint import dataset_fingerprint
-from polysql.store import RUN_FILE, ResultsStore
 
 FORMAT = "polysql-bundle"
 FORMAT_VERSION = 1

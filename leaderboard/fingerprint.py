@@ -9,15 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 
-from polysql.backends.sqlite import SQLiteBackend
 from polysql.datasets.base import Dataset
+from polysql.engines.registry import connect
 
 
 def database_fingerprints(dataset: Dataset) -> dict[str, str]:
-    """Content digest of each source database, by db_id (the same digest loads are keyed on)."""
+    """Content digest of each source database, by db_id (the same digest loads are keyed on):
+    the source engine the dataset's URL names computes it, so no engine is named here."""
     digests: dict[str, str] = {}
     for db_id in dataset.db_ids():
-        with SQLiteBackend.connect(dataset.database_url(db_id), read_only=True) as backend:
+        with connect(dataset.database_url(db_id), read_only=True) as backend:
             digests[db_id] = backend.fingerprint()
     return digests
 

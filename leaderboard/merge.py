@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polysql.errors import BundleError, ConfigError
+from polysql.core.errors import BundleError, ConfigError
 from polysql.leaderboard.bundle import (
     Bundle,
     Problem,

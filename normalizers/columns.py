@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from polysql.errors import ComparisonError
-from polysql.model import Result
+from polysql.core.errors import ComparisonError
+from polysql.core.model import Result
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.values import FloatKeys, Reading, column_keys, column_types
 

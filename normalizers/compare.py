@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from polysql.model import Result, Verdict
+from polysql.core.model import Result, Verdict
 from polysql.normalizers.align import (
     Alignment,
     align_by_name,

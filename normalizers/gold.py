@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from polysql.model import Result, Verdict
+from polysql.core.model import Result, Verdict
 from polysql.normalizers.compare import compare, resolve_policy
 from polysql.normalizers.ordering import keyed_order_sql, null_order_variants, widen_limit
 

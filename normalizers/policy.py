@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from polysql.errors import ComparisonError
+from polysql.core.errors import ComparisonError
 
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]

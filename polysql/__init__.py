@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from polysql.model import ExecError, Result, Verdict
-from polysql.registry import connect
+from polysql.core.model import ExecError, Result, Verdict
+from polysql.core.version import __version__
+from polysql.engines.registry import connect
 
 if TYPE_CHECKING:
-    from polysql.schema import LoadReport
+    from polysql.core.schema import LoadReport
 
-__version__ = "0.1.0"
 
 __all__ = ["ExecError", "Result", "Verdict", "__version__", "compare", "connect", "load"]
 
@@ -23,6 +23,8 @@ def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, **policy: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold`` under the comparison contract
     (docs/comparison.md). ``ordered=None`` infers order sensitivity from ``gold_sql``."""
+    # imported on first call: every `import polysql.<anything>` runs this file first, so the
+    # comparison and loading stacks are not paid for by code that needs neither
     from polysql.normalizers.compare import compare as _compare
 
     return _compare(gold, pred, gold_sql=gold_sql, ordered=ordered, **policy)
@@ -30,6 +32,7 @@ def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
 
 def load(source_url: str, target_url: str, **options: Any) -> LoadReport:
     """Copy the database at ``source_url`` into ``target_url`` (idempotent by source fingerprint)."""
-    from polysql.loading import load as _load
+    # imported on first call, as in compare() above
+    from polysql.engines.loading import load as _load
 
     return _load(source_url, target_url, **options)

@@ -1,64 +1,41 @@
-"""Typed exception tree for polysql.
+"""polysql's exception types, at the import path users catch them by.
 
-Everything polysql raises on purpose derives from :class:`PolysqlError`, so callers (and the CLI)
-can tell a user mistake from a bug. Execution errors of evaluated SQL are *not* raised: they are
-recorded on :class:`polysql.Result` as :class:`polysql.ExecError` so that every prediction still
-receives a verdict.
+Every exception polysql raises on purpose derives from :class:`PolysqlError`. The classes are
+defined in :mod:`polysql.core.errors` (the lowest layer, which every other layer may import);
+this module is their stable public address, so ``from polysql.errors import ConfigError`` keeps
+working wherever the definitions live.
 """
 
 from __future__ import annotations
 
+from polysql.core.errors import (
+    BundleError,
+    ComparisonError,
+    ConfigError,
+    DatasetError,
+    EngineError,
+    EngineUnavailableError,
+    LLMError,
+    LLMUnavailableError,
+    LoadError,
+    PolysqlError,
+    PredictionFileError,
+    ResultsStoreError,
+    UnknownEngineError,
+)
 
-class PolysqlError(Exception):
-    """Base class of every error polysql raises deliberately."""
-
-
-class ConfigError(PolysqlError):
-    """Invalid configuration or arguments (bad option value, conflicting flags)."""
-
-
-class UnknownEngineError(ConfigError):
-    """An engine URL whose scheme no installed backend handles."""
-
-
-class EngineError(PolysqlError):
-    """An engine could not be used (connect, load, introspect) for a reason outside evaluated SQL."""
-
-
-class EngineUnavailableError(EngineError):
-    """The engine is not reachable or its client library is not installed."""
-
-
-class LoadError(EngineError):
-    """Copying a database between engines failed."""
-
-
-class DatasetError(PolysqlError):
-    """A dataset is missing, malformed or inconsistent."""
-
-
-class PredictionFileError(PolysqlError):
-    """A predictions file cannot be read at all (individual bad lines are reported, not raised)."""
-
-
-class ComparisonError(PolysqlError):
-    """Comparison was asked something it cannot answer (e.g. an unknown policy option)."""
-
-
-class ResultsStoreError(PolysqlError):
-    """A results file is unreadable or belongs to a different sweep."""
-
-
-class LLMError(PolysqlError):
-    """A model endpoint could not answer (after retries), or a model config is unusable."""
-
-
-class LLMUnavailableError(LLMError):
-    """The endpoint gave no answer at all: unreachable, timed out or kept failing (5xx, 429)
-    after its retries, refused the credentials, or does not know the model. Nothing was answered,
-    so a sweep scores nothing and leaves the work pending; a request the endpoint rejected for
-    its content (HTTP 400, prompt too long) stays a plain :class:`LLMError`."""
-
-
-class BundleError(PolysqlError):
-    """A leaderboard submission bundle cannot be packed or read (incomplete run, bad archive...)."""
+__all__ = [
+    "BundleError",
+    "ComparisonError",
+    "ConfigError",
+    "DatasetError",
+    "EngineError",
+    "EngineUnavailableError",
+    "LLMError",
+    "LLMUnavailableError",
+    "LoadError",
+    "PolysqlError",
+    "PredictionFileError",
+    "ResultsStoreError",
+    "UnknownEngineError",
+]

@@ -42,8 +42,9 @@ import sqlglot.errors
 from polysql_testkit import availability
 
 import polysql
+from polysql.backends import catalog
 from polysql.backends.base import Backend
-from polysql.errors import EngineUnavailableError
+from polysql.core.errors import EngineUnavailableError
 
 GAP_MARKERS = ("notimpl", "notyet", "never")
 
@@ -110,6 +111,14 @@ ENGINES: dict[str, EngineEntry] = {
     "bigquery": _server_engine("bigquery"),
     "clickhouse": _server_engine("clickhouse"),
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One marker per engine, so `pytest -m duckdb` selects its tests; registered from the
+    installed engines rather than listed in pyproject, so adding an engine edits nothing here."""
+    for info in catalog.infos():
+        config.addinivalue_line("markers", f"{info.name}: tests run against the "
+                                           f"{info.display_name} backend")
 
 
 # -- the fixture database --------------------------------------------------------------------

@@ -7,9 +7,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from polysql.datasets.cache import CACHE_ENV, cache_root
+from polysql.core.errors import DatasetError
+from polysql.core.paths import CACHE_ENV, cache_root
 from polysql.datasets.demo.generate import DB_ID, GENERATOR_VERSION, write_database
-from polysql.errors import DatasetError
 
 
 def demo_database_path(cache_dir: Path | None = None) -> Path:

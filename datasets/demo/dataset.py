@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.demo.build import ensure_demo_database
 from polysql.datasets.demo.generate import DB_ID
 from polysql.datasets.records import EntryReader, read_json_list
 from polysql.datasets.tags import DIFFICULTIES, check_tags
-from polysql.errors import DatasetError
 
 QUESTIONS_FILE = "questions.json"
 

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 
 from polysql.core.digest import content_digest
+from polysql.core.predictor import Predictor, TargetEngine
 from polysql.datasets.base import Question
-from polysql.predictors import EngineInfo, Predictor
 
 Inputs = dict[str, str]
 
@@ -40,7 +40,7 @@ class RecordInputs:
                 self._fingerprints[db_id] = self._fingerprint_of(db_id)
             return self._fingerprints[db_id]
 
-    def of(self, question: Question, predictor: Predictor, engine: EngineInfo) -> Inputs:
+    def of(self, question: Question, predictor: Predictor[Question], engine: TargetEngine) -> Inputs:
         return {"prediction": predictor.input_digest(question, engine),
                 "gold": gold_digest(question),
                 "database": self.database(question.db_id)}

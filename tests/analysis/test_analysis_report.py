@@ -25,7 +25,6 @@ import pytest
 from PIL import Image
 
 from polysql.analysis import figures
-from polysql.analysis.analysis_report import write_analysis
 from polysql.analysis.findings import (
     POOLED,
     AccuracyRow,
@@ -40,8 +39,9 @@ from polysql.analysis.findings import (
     analyze,
 )
 from polysql.analysis.outcomes import merge_records
+from polysql.analysis.reports.analysis import write_analysis
 from polysql.analysis.stats import wilson_interval
-from polysql.store import record_key
+from polysql.core.store import record_key
 
 LONG = "mysql-8.4-on-a-remote-host-with-a-rather-long-engine-name"
 ODD = "acme/sql-coder <v2> & co"  # a model name HTML must escape

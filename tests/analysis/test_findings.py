@@ -14,7 +14,7 @@ import pytest
 from polysql.analysis.findings import POOLED, Settings, analyze
 from polysql.analysis.outcomes import load_runs, merge_records
 from polysql.analysis.stats import holm, mcnemar
-from polysql.errors import ResultsStoreError
+from polysql.core.errors import ResultsStoreError
 
 ENGINES = {"sqlite": 0.9, "duckdb": 0.8, "postgres": 0.6, "mysql": 0.55}
 

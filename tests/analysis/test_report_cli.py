@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from matplotlib.image import imread
 from polysql_testkit import mysql_fixtures, pg_fixtures
 
-from polysql.cli import EXIT_CONFIG, EXIT_STORE, main
+from polysql.cli.main import EXIT_CONFIG, EXIT_STORE, main
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,17 @@ happened to fail.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from polysql.analysis import signals
 from polysql.analysis.signals import FAMILY_OF, SIGNALS, error_signal, mismatch_signal, signal
-from polysql.backends.base import Backend
+from polysql.backends import catalog
+from polysql.backends.base import Backend, EngineInfo
+from polysql.core.errors import ConfigError
 
 BROKEN = {
     # unquoted: SQLite reads an unknown "double-quoted" name as a string literal
@@ -80,3 +85,73 @@ def test_signal_of_each_status() -> None:
     assert signal(_record("generation_failure")) == "no_sql"
     error = {"kind": "syntax", "message": "no such column: x", "sqlstate": None}
     assert signal(_record("exec_error", pred={"error": error})) == "unknown_column"
+
+
+# --- the engines' own wording (EngineInfo.error_vocabulary) ------------------------------------
+
+ROUTINE_DENIED = ("execute command denied to user 'reader'@'%' for routine "
+                  "'polysql_eval.julianday'")
+
+
+@pytest.fixture
+def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[EngineInfo]], None]]:
+    """Replace the installed engines for one test (the label tables are rebuilt either side)."""
+    def clear() -> None:
+        for cached in (signals._vocabularies, signals._messages, signals._engine_messages):
+            cached.cache_clear()
+
+    def use(infos: list[EngineInfo]) -> None:
+        monkeypatch.setattr(catalog, "infos", lambda: infos)
+        clear()
+
+    clear()
+    yield use
+    monkeypatch.undo()
+    clear()
+
+
+def test_a_refusal_an_engine_words_as_a_mistake_takes_its_label() -> None:
+    # results recorded before the MySQL backend looked the routine up hold it as a refusal
+    assert error_signal("forbidden", ROUTINE_DENIED, "42000") == "unknown_function"
+    assert error_signal("runtime", ROUTINE_DENIED + " (FUNCTION polysql_eval.julianday does not "
+                        "exist)", "42000") == "unknown_function"
+    assert error_signal("forbidden", "SELECT command denied to user 'reader'@'%' for table 't'",
+                        "42000") == "forbidden"
+
+
+def test_engine_wording_comes_from_the_engines_that_declare_it(
+        engines: Callable[[list[EngineInfo]], None]) -> None:
+    sqlite = catalog.find("sqlite")
+    mysql = catalog.find("mysql")
+    assert sqlite is not None and mysql is not None
+    assert error_signal("runtime", "no such table: t", None) == "unknown_table"
+    engines([info for info in catalog.infos() if info.name not in ("sqlite", "mysql")])
+    assert error_signal("runtime", "no such table: t", None) == "runtime_error"
+    assert error_signal("forbidden", ROUTINE_DENIED, "42000") == "forbidden"
+    # the shared wording stays whatever engines are installed
+    assert error_signal("runtime", "Table 'db.t' doesn't exist", None) == "unknown_table"
+    engines([*catalog.infos(), sqlite, mysql])
+    assert error_signal("runtime", "no such table: t", None) == "unknown_table"
+    assert error_signal("forbidden", ROUTINE_DENIED, "42000") == "unknown_function"
+
+
+@pytest.mark.parametrize(("vocabulary", "problem"), [
+    ((("no_such_label", r"oops"),), "error_vocabulary names the signal 'no_such_label'"),
+    ((("syntax_error", r"unbalanced ("),), "is not a regular expression"),
+])
+def test_a_bad_vocabulary_is_a_clear_error(engines: Callable[[list[EngineInfo]], None],
+                                           vocabulary: tuple[tuple[str, str], ...],
+                                           problem: str) -> None:
+    toy = EngineInfo(name="toy", dialect="sqlite", display_name="Toy", schemes=("toy",),
+                     aliases={"toy": "toy://"}, error_vocabulary=vocabulary)
+    engines([*catalog.infos(), toy])
+    with pytest.raises(ConfigError, match=f"engine 'toy': .*{problem}"):
+        error_signal("runtime", "anything", None)
+
+
+def test_every_engines_vocabulary_uses_known_labels_and_valid_patterns() -> None:
+    labels = {label for label, _ in signals._SHARED_MESSAGES}
+    for info in catalog.infos():
+        for label, pattern in info.error_vocabulary:
+            assert label in labels, (info.name, label)
+            re.compile(pattern)

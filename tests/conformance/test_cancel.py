@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from polysql.backends._cancel import REPEAT, Flights
+from polysql.backends._common.cancel import REPEAT, Flights
 from polysql.backends.base import Backend
-from polysql.model import Result
+from polysql.core.model import Result
 
 # Far longer than the test may take: only a cancel can end the statement in time.
 LONG_TIMEOUT = 60.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from polysql.backends.base import Backend
-from polysql.model import Result
+from polysql.core.model import Result
 
 
 def test_returns_columns_rows_and_types(backend: Backend, q: Callable[[str], str]) -> None:
@@ -43,6 +43,25 @@ def test_max_rows_truncates(backend: Backend, q: Callable[[str], str]) -> None:
 def test_exactly_max_rows_is_not_truncated(backend: Backend, q: Callable[[str], str]) -> None:
     result = backend.execute(q('SELECT "CustomerID" FROM "Customers"'), max_rows=4)
     assert len(result.rows) == 4 and not result.truncated
+
+
+# 4^4 = 256 rows from the fixture alone, in an order every engine agrees on: more than a few rows
+# fetched at once, so truncation is not just "the engine happened to send few rows".
+CROSS_JOIN = ('SELECT a."CustomerID" AS w, b."CustomerID" AS x, c."CustomerID" AS y, '
+              'd."CustomerID" AS z FROM "Customers" AS a CROSS JOIN "Customers" AS b '
+              'CROSS JOIN "Customers" AS c CROSS JOIN "Customers" AS d ORDER BY w, x, y, z')
+
+
+def test_max_rows_truncates_a_larger_result_in_order(backend: Backend,
+                                                     q: Callable[[str], str]) -> None:
+    result = backend.execute(q(CROSS_JOIN), max_rows=10)
+    assert result.ok, result.error
+    assert result.rows == [(1, 1, a, b) for a in (1, 2, 3, 4) for b in (1, 2, 3, 4)][:10]
+    assert result.truncated
+    whole = backend.execute(q(CROSS_JOIN), max_rows=256)
+    assert whole.ok, whole.error
+    assert len(whole.rows) == 256 and not whole.truncated
+    assert whole.rows[-1] == (4, 4, 4, 4)
 
 
 def test_empty_result_keeps_columns(backend: Backend, q: Callable[[str], str]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from polysql.backends._fingerprint import file_digest
+from polysql.backends._common.fingerprint import file_digest
 from polysql.backends.base import Backend
 
 # The same statement on every engine.

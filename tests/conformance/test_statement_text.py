@@ -8,9 +8,20 @@ from collections.abc import Callable
 
 import pytest
 
-from polysql.backends._statement_text import EMPTY_STATEMENT, holds_no_statement
+from polysql.backends import catalog
+from polysql.backends._common.statement_text import (
+    EMPTY_STATEMENT,
+    CommentSyntax,
+    holds_no_statement,
+)
 from polysql.backends.base import Backend
-from polysql.model import Result
+from polysql.core.model import Result
+
+
+def comments_of(engine: str) -> CommentSyntax:
+    info = catalog.find(engine)
+    assert info is not None, engine
+    return info.comments
 
 NO_STATEMENT = [
     "",
@@ -92,8 +103,8 @@ def test_a_statement_after_comments_runs(backend: Backend) -> None:
     ("sqlite", "\u00a0"),  # not ASCII whitespace: left to the engine
 ])
 def test_scanner_leaves_everything_uncertain_to_the_engine(dialect: str, sql: str) -> None:
-    assert not holds_no_statement(sql, dialect)
+    assert not holds_no_statement(sql, comments_of(dialect))
 
 
 def test_sqlite_ends_an_unclosed_comment_at_the_end_of_the_text() -> None:
-    assert holds_no_statement("/* never closed", "sqlite")
+    assert holds_no_statement("/* never closed", comments_of("sqlite"))

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from polysql.core.paths import CACHE_ENV
 from polysql.datasets.base import Question
-from polysql.datasets.cache import CACHE_ENV
 from polysql.datasets.demo import ensure_demo_database, load_demo_questions
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.bird import load_bird
 from polysql.datasets.folder import FolderDataset
-from polysql.errors import DatasetError
 
 
 def entry(**overrides: Any) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from polysql.datasets.cache import CACHE_ENV, cache_root
+from polysql.core.errors import DatasetError
+from polysql.core.paths import CACHE_ENV, cache_root
 from polysql.datasets.demo import (
     GENERATOR_VERSION,
     demo_database_path,
@@ -20,7 +21,6 @@ from polysql.datasets.demo import (
 )
 from polysql.datasets.demo.generate import content_digest, generate_rows
 from polysql.datasets.demo.schema import TABLE_NAMES
-from polysql.errors import DatasetError
 
 # The generated rows per GENERATOR_VERSION. When the generator's output changes on purpose, bump
 # GENERATOR_VERSION (so caches of the old data are not reused) and record the new digest here.

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.demo import load_demo_questions
 from polysql.datasets.tags import check_tags
-from polysql.errors import DatasetError
 
 
 def entry(**overrides: Any) -> dict[str, Any]:

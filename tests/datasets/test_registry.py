@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.demo import DemoDataset
 from polysql.datasets.folder import FolderDataset
 from polysql.datasets.registry import (
@@ -15,7 +16,6 @@ from polysql.datasets.registry import (
     get_dataset,
     list_datasets,
 )
-from polysql.errors import DatasetError
 
 BIRD_ENTRY = {"question_id": 1, "db_id": "shop", "question": "q?", "SQL": "SELECT 1"}
 SPIDER_ENTRY = {"db_id": "shop", "question": "q?", "query": "SELECT 1"}

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from polysql.core.errors import DatasetError
 from polysql.datasets.spider import load_spider
-from polysql.errors import DatasetError
 
 
 def entry(db_id: str = "shop", query: Any = "SELECT x FROM t", **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from polysql.analysis.debug_eval import (
+from polysql.cli.debug import debug_group
+from polysql.core.errors import ConfigError, DatasetError
+from polysql.debug.evaluate import (
     DemoBackends,
     evaluate,
     load_tasks,
@@ -16,15 +18,13 @@ from polysql.analysis.debug_eval import (
     summarize,
     validate_on_database,
 )
-from polysql.analysis.debug_metrics import (
+from polysql.debug.metrics import (
     exact_match,
     graph_match,
     levenshtein,
     modify_better,
     normalize_sql,
 )
-from polysql.cli_debug import debug_group
-from polysql.errors import DatasetError
 
 SCHEMA = {"orders": {"order_id": "INT", "customer_id": "INT", "status": "TEXT",
                      "channel": "TEXT"},
@@ -143,6 +143,23 @@ def test_database_validation_flags_running_syntax_bug_and_failing_reference(
         problems = validate_on_database(loaded, backends("demo", "retail", "sqlite"))
     assert any("buggy SQL runs" in problem for problem in problems)
     assert any("reference 2 fails" in problem and "nope" in problem for problem in problems)
+
+
+def test_tasks_run_on_a_copy_on_their_dialects_engine_or_on_the_one_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path))
+    with DemoBackends() as backends:
+        by_dialect = backends("demo", "retail", "sqlite"), backends("demo", "retail", "duckdb")
+        assert [backend.name for backend in by_dialect] == ["sqlite", "duckdb"]
+        assert backends("demo", "retail", "sqlite") is by_dialect[0]  # opened once
+        for backend in by_dialect:  # an evaluation copy in polysql's cache, never the source
+            assert backend.url.database is not None
+            assert Path(backend.url.database).is_relative_to(tmp_path)
+            assert not backend.execute("DELETE FROM customers").ok
+        with pytest.raises(ConfigError, match="no engine installed here speaks the 'tsql'"):
+            backends("demo", "retail", "tsql")
+    with DemoBackends("duckdb") as backends:
+        assert backends("demo", "retail", "sqlite").name == "duckdb"
 
 
 def test_bundled_tasks_are_sound() -> None:

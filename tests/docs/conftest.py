@@ -21,7 +21,7 @@ from polysql_testkit import availability, pg_fixtures
 
 import polysql
 from polysql.cli import main
-from polysql.datasets.cache import CACHE_ENV
+from polysql.core.paths import CACHE_ENV
 from polysql.datasets.demo import ensure_demo_database, load_demo_questions
 
 #: wide enough that no table cell is cut short ("predict…"), so output can be compared with the docs

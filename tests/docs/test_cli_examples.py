@@ -48,11 +48,11 @@ from polysql_testkit import (
 )
 from polysql_testkit.doc_examples import Example, arguments, command_examples, fenced_blocks, parse
 
-from polysql.analysis.debug_eval import bundled_tasks_path as debug_tasks_path
-from polysql.analysis.reward_tasks import bundled_tasks_path as reward_tasks_path
-from polysql.analysis.reward_tasks import load_tasks as load_reward_tasks
-from polysql.cli import EXIT_DATA, EXIT_MISMATCH, main
-from polysql.llm import load_model_configs
+from polysql.cli.main import EXIT_DATA, EXIT_MISMATCH, main
+from polysql.datasets.reward.tasks import bundled_tasks_path as reward_tasks_path
+from polysql.datasets.reward.tasks import load_tasks as load_reward_tasks
+from polysql.debug.evaluate import bundled_tasks_path as debug_tasks_path
+from polysql.llm.client import load_model_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

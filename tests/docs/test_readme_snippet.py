@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from polysql_testkit.doc_examples import Block, fenced_blocks, python_blocks
 
-from polysql.datasets.cache import CACHE_ENV
+from polysql.core.paths import CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

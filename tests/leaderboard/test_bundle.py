@@ -19,8 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from polysql.cli import main
+from polysql.core.errors import BundleError
+from polysql.core.store import ResultsStore
 from polysql.datasets.registry import get_dataset
-from polysql.errors import BundleError
 from polysql.leaderboard.bundle import (
     Problem,
     compute_aggregates,
@@ -30,7 +31,6 @@ from polysql.leaderboard.bundle import (
     validate_bundle,
 )
 from polysql.leaderboard.fingerprint import database_fingerprints
-from polysql.store import ResultsStore
 
 ENGINES = "sqlite,duckdb"
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from polysql_testkit.bundles import sweep_bundle, wrong_predictions
 
-from polysql.cli import EXIT_CONFIG, EXIT_DATA, main
+from polysql.cli.main import EXIT_CONFIG, EXIT_DATA, main
 from polysql.leaderboard.bundle import read_bundle
 
 

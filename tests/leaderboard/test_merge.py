@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from polysql_testkit.bundles import generated_records, write_bundle
 
-from polysql.errors import BundleError, ConfigError
+from polysql.core.errors import BundleError, ConfigError
 from polysql.leaderboard.bundle import Bundle, read_bundle
 from polysql.leaderboard.merge import merge_bundles, set_problems
-from polysql.leaderboard.site import build_site
+from polysql.leaderboard.site.build import build_site
 
 CHANCES = {"sqlite": 0.8, "duckdb": 0.7, "pg16": 0.6}
 

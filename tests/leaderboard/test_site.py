@@ -16,8 +16,8 @@ import pytest
 from polysql_testkit.bundles import LONG_MODEL, ODD_MODEL, make_bundles, make_edge_bundles
 from statsmodels.stats.proportion import proportion_confint
 
-from polysql.errors import ConfigError
-from polysql.leaderboard.site import ALL_DATASETS, build_site, model_slug, serve_site
+from polysql.core.errors import ConfigError
+from polysql.leaderboard.site.build import ALL_DATASETS, build_site, model_slug, serve_site
 
 
 def embedded_data(index_html: str) -> dict[str, Any]:

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 from polysql_testkit import availability
 from polysql_testkit.bundles import LONG_MODEL, ODD_MODEL, make_bundles, make_edge_bundles
 
-from polysql.analysis.rewrite_ledger import write_ledger
-from polysql.analysis.rewrite_model import CaseOutcome, Timing
+from polysql.analysis.rewrite.ledger import write_ledger
+from polysql.analysis.rewrite.model import CaseOutcome, Timing
 from polysql.cli import main
-from polysql.leaderboard.site import build_site, model_slug, serve_site
+from polysql.leaderboard.site.build import build_site, model_slug, serve_site
 
 CHROMIUM = os.environ.get("POLYSQL_CHROMIUM", "/usr/bin/chromium")
 # the narrowest window the site is made for: no page may scroll sideways in it

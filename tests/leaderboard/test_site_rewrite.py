@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from polysql_testkit.bundles import make_bundles
 
-from polysql.analysis.rewrite_ledger import full_denominator_table, outcome_counts, write_ledger
-from polysql.analysis.rewrite_model import OUTCOMES, CaseOutcome, Timing
-from polysql.errors import ConfigError
-from polysql.leaderboard.site import build_site
-from polysql.leaderboard.site_rewrite import REWRITE_CSV_FIELDS, load_rewrite_ledgers
+from polysql.analysis.rewrite.ledger import full_denominator_table, outcome_counts, write_ledger
+from polysql.analysis.rewrite.model import OUTCOMES, CaseOutcome, Timing
+from polysql.core.errors import ConfigError
+from polysql.leaderboard.site.build import build_site
+from polysql.leaderboard.site.rewrite import REWRITE_CSV_FIELDS, load_rewrite_ledgers
 
 PLAIN = "sqlglot-optimize"
 ODD = "<i>m2</i> & \"co\""  # markup in a method name: it must come out escaped

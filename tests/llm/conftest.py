@@ -1,9 +1,11 @@
-"""Fixtures for the model-backed parts: a scripted endpoint and a real llama.cpp server.
+"""Fixtures for the model-backed parts: an emulated remote service and a real llama.cpp server.
 
-``openai_emulator`` is an *emulator* of a remote OpenAI-compatible service: a tiny
-``http.server`` on 127.0.0.1 answering ``POST /v1/chat/completions`` from a script (fail with
-429/500 first, stall past the client's timeout, trickle bytes, then answer). It exists to make the
-remote service's failure modes happen on demand; it is not a model.
+``openai_emulator`` is an *emulator* of a remote OpenAI-compatible service
+(:mod:`polysql_testkit.openai_emulator`): a real ``http.server`` on 127.0.0.1 answering
+``POST /v1/chat/completions`` as each test scripts it (fail with 429/5xx first, stall past the
+client's timeout, trickle bytes, cut an answer at the token limit, answer by the question asked).
+It exists to make the remote service's answers and failure modes happen on demand; it is not a
+model. ``isolated_cache`` points polysql's cache at a folder of the test's own, for the sweeps.
 
 ``llama_server`` is the real thing: llama.cpp's OpenAI-compatible server (``python -m
 llama_cpp.server``) serving SmolLM2-135M-Instruct from the GGUF file shipped inside the
@@ -16,176 +18,41 @@ reason, unless ``POLYSQL_REQUIRE`` (comma-separated) lists ``llm``: then they fa
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import pytest
 from polysql_testkit import availability
+from polysql_testkit.openai_emulator import OpenAIEmulator
 
-from polysql.llm import ModelConfig
+from polysql.llm.client import ModelConfig
 
-# --- the scripted endpoint -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the emulator does with one request.
-
-    ``status`` other than 200 answers with an OpenAI-style error body (and ``headers``, e.g.
-    Retry-After). ``delay`` sleeps before answering; ``trickle`` sends the (200) body one byte at
-    a time spread over that many seconds, so every single read is quick but the whole is slow.
-    """
-
-    text: str = "SELECT 1"
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    trickle: float = 0.0
-    finish_reason: str = "stop"
-
-
-@dataclass
-class SeenRequest:
-    arrived: float  # time.monotonic() on arrival
-    path: str
-    body: dict[str, Any]
-    authorization: str | None
-
-
-def word_count(text: str) -> int:
-    """The emulator's token count: whitespace-separated words (tests recompute it themselves)."""
-    return len(text.split())
-
-
-class ScriptedEndpoint:
-    def __init__(self) -> None:
-        self._script: list[Reply] = []
-        self.default = Reply()
-        self.requests: list[SeenRequest] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True  # stalled handlers must not hold up shutdown
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        kwargs={"poll_interval": 0.05})
-
-    @staticmethod
-    def reply(**fields: Any) -> Reply:
-        """A :class:`Reply` (tests get at the class through the fixture)."""
-        return Reply(**fields)
-
-    def script(self, *replies: Reply, then: Reply | None = None) -> None:
-        """Answer the next requests with ``replies`` in order, and every later one with ``then``."""
-        with self._lock:
-            self._script = list(replies)
-            if then is not None:
-                self.default = then
-
-    def _next_reply(self, seen: SeenRequest) -> Reply:
-        with self._lock:
-            self.requests.append(seen)
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            return self._script.pop(0) if self._script else self.default
-
-    def _done(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                seen = SeenRequest(time.monotonic(), self.path, body,
-                                   self.headers.get("Authorization"))
-                reply = endpoint._next_reply(seen)
-                try:
-                    self._answer(reply, body)
-                except OSError:
-                    pass  # the client gave up on us (timeout): that is the point of some tests
-                finally:
-                    endpoint._done()
-
-            def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
-                if reply.delay:
-                    time.sleep(reply.delay)
-                if self.path != "/v1/chat/completions":
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                if reply.status != 200:
-                    self._send(reply.status, {"error": {"message": f"scripted {reply.status}",
-                                                        "type": "scripted"}}, reply.headers)
-                    return
-                prompt_words = sum(word_count(m.get("content", "")) for m in body["messages"])
-                payload = {
-                    "id": f"chatcmpl-{len(endpoint.requests)}", "object": "chat.completion",
-                    "created": 0, "model": body.get("model", ""),
-                    "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                                 "message": {"role": "assistant", "content": reply.text}}],
-                    "usage": {"prompt_tokens": prompt_words,
-                              "completion_tokens": word_count(reply.text),
-                              "total_tokens": prompt_words + word_count(reply.text)},
-                }
-                self._send(200, payload, reply.headers, trickle=reply.trickle)
-
-            def _send(self, status: int, payload: dict[str, Any],
-                      headers: dict[str, str] | None = None, trickle: float = 0.0) -> None:
-                data = json.dumps(payload).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                if not trickle:
-                    self.wfile.write(data)
-                    return
-                pause = trickle / len(data)
-                for byte in data:
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-                    time.sleep(pause)
-
-        return Handler
-
-    def start(self) -> ScriptedEndpoint:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+# --- the emulated remote service -------------------------------------------------------------------
 
 
 @pytest.fixture
-def openai_emulator() -> Iterator[ScriptedEndpoint]:
-    endpoint = ScriptedEndpoint().start()
-    try:
-        yield endpoint
-    finally:
-        endpoint.stop()
+def openai_emulator() -> Iterator[OpenAIEmulator]:
+    """A fresh emulator per test, so what it saw is that test's requests alone."""
+    # polysql talks to every OpenAI-compatible service through the openai package
+    pytest.importorskip("openai", reason="model calls need the openai package (polysql[llm])")
+    with OpenAIEmulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """POLYSQL_CACHE set to an empty folder of the test's own (datasets and model answers)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
+    return cache
 
 
 # --- the real llama.cpp server --------------------------------------------------------------------

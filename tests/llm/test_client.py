@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from polysql.errors import LLMError
-from polysql.llm import Completion, LLMClient, ModelConfig, ResponseCache
+from polysql.core.errors import LLMError
+from polysql.llm.client import Completion, LLMClient, ModelConfig, ResponseCache
 
 pytest.importorskip("openai", reason="the client tests need the openai package (polysql[llm])")
 

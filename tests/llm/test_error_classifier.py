@@ -32,9 +32,9 @@ from polysql.analysis.classify import (
     extract_json_object,
     validate_answer,
 )
-from polysql.errors import ConfigError, ResultsStoreError
-from polysql.llm import LLMClient, ModelConfig, ResponseCache
-from polysql.llm_cache import response_key
+from polysql.core.errors import ConfigError, ResultsStoreError
+from polysql.llm.cache import response_key
+from polysql.llm.client import LLMClient, ModelConfig, ResponseCache
 
 pytest.importorskip("jsonschema", reason="the classifier validates answers with jsonschema")
 pytest.importorskip("jinja2", reason="the classifier's prompt is a Jinja2 template")

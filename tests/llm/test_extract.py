@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlglot
 
-from polysql.errors import ConfigError
-from polysql.extract import Extraction, extract_sql
+from polysql.backends import catalog
+from polysql.backends.base import EngineInfo
+from polysql.core.errors import ConfigError
+from polysql.llm.extract import Extraction, extract_sql
 
 RESPONSES = Path(__file__).with_name("responses")
 EXPECTED: dict[str, dict[str, Any]] = tomllib.loads(
@@ -105,3 +108,40 @@ def test_versions_per_dialect_fall_back_to_the_usual_choice_for_an_unnamed_diale
     # DuckDB is not among the versions: the last one wins as with any other list of drafts.
     assert extract_sql(text, "duckdb").sql == "SELECT GROUP_CONCAT(name SEPARATOR ', ') FROM singer"
     assert extract_sql(text, "postgres").sql == "SELECT string_agg(name, ', ') FROM singer"
+
+
+# --- what the engines declare: their names in answers, their string escapes --------------------
+
+
+@pytest.mark.parametrize("info", catalog.infos(), ids=lambda info: info.name)
+def test_every_engine_is_recognised_by_the_names_it_declares(info: EngineInfo) -> None:
+    assert info.name in info.text_names
+    assert all(name == name.lower() for name in info.text_names)
+    other = next(i for i in catalog.infos() if i.dialect != info.dialect)
+    for name in info.text_names:
+        # a fence labelled with the name holds SQL
+        if " " not in name:
+            fenced = extract_sql(f"```{name}\nSELECT 1 AS one\n```", info.dialect)
+            assert (fenced.sql, fenced.method) == ("SELECT 1 AS one", "fenced_sql"), name
+        # and the name in prose picks that engine's version out of several
+        text = (f"For {name.title()}:\n\n```sql\nSELECT 'mine' AS v\n```\n\n"
+                f"For {other.text_names[0].title()}:\n\n```sql\nSELECT 'theirs' AS v\n```\n")
+        assert extract_sql(text, info.dialect).sql == "SELECT 'mine' AS v", name
+
+
+@pytest.mark.parametrize("info", catalog.infos(), ids=lambda info: info.name)
+def test_backslash_escapes_follow_the_dialects_tokenizer(info: EngineInfo) -> None:
+    text = "```sql\nSELECT path FROM file WHERE path = 'C:\\' ;\n```"
+    escapes = "\\" in sqlglot.Dialect.get_or_raise(info.dialect).tokenizer_class.STRING_ESCAPES
+    got = extract_sql(text, info.dialect)
+    if escapes:  # the quote is escaped, so the string never closes
+        assert got.failure == "incomplete_sql"
+    else:
+        assert got.sql == "SELECT path FROM file WHERE path = 'C:\\'"
+
+
+def test_an_unknown_dialect_names_the_installed_engines_dialects() -> None:
+    with pytest.raises(ConfigError) as caught:
+        extract_sql("SELECT 1", "postgress")
+    for info in catalog.infos():
+        assert repr(info.dialect) in str(caught.value)

@@ -11,8 +11,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from polysql.extract import extract_sql
-from polysql.llm import Completion, LLMClient, ModelConfig, ResponseCache
+from polysql.llm.client import Completion, LLMClient, ModelConfig, ResponseCache
+from polysql.llm.extract import extract_sql
 
 SCHEMA = """CREATE TABLE singer (
   singer_id INTEGER PRIMARY KEY,

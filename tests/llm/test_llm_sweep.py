@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from polysql_testkit.model_config import write_config
 
 from polysql.cli import main
-from polysql.llm import ModelConfig
-from polysql.store import ResultsStore
+from polysql.core.store import ResultsStore
+from polysql.llm.client import ModelConfig
 
 LIMIT = 3
 ENGINES = ("sqlite", "duckdb")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from polysql.errors import ConfigError
-from polysql.llm import ModelConfig, load_model_configs
-from polysql.llm_cache import CachedResponse, ResponseCache, response_key
+from polysql.core.errors import ConfigError
+from polysql.llm.cache import CachedResponse, ResponseCache, response_key
+from polysql.llm.client import ModelConfig, load_model_configs
 
 GOOD = """
 [models.local]

@@ -13,7 +13,7 @@ from polysql_testkit.model_config import write_config
 
 from polysql.analysis.categories import CATEGORIES, UNCLASSIFIED
 from polysql.cli import main
-from polysql.llm import ModelConfig
+from polysql.llm.client import ModelConfig
 
 
 def test_report_classifies_every_failure_with_the_real_model(

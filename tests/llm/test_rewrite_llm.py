@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import sqlglot
 
-from polysql.analysis.rewrite_methods import NO_REWRITE, LLMRewriteMethod, MethodRequest
-from polysql.analysis.rewrite_model import ANSWER_KINDS
-from polysql.datasets.rewrite_cases import Contract, DatabaseRef, RewriteCase
-from polysql.errors import ConfigError
-from polysql.llm import LLMClient, ModelConfig, ResponseCache
+from polysql.analysis.rewrite.model import ANSWER_KINDS
+from polysql.core.errors import ConfigError
+from polysql.datasets.rewrite.cases import Contract, DatabaseRef, RewriteCase
+from polysql.llm.client import LLMClient, ModelConfig, ResponseCache
+from polysql.rewrite.methods import NO_REWRITE, LLMRewriteMethod, MethodRequest
 
 pytest.importorskip("openai", reason="the LLM rewriter tests need the openai package")
 pytest.importorskip("jinja2", reason="the LLM rewriter tests need Jinja2")

@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 
 import polysql
-from polysql.model import Result
+from polysql.core.model import Result
 from polysql.normalizers.describe import example_position, value_order
 
 # Run in a child process: rows are inserted into real SQLite and DuckDB tables in the order a

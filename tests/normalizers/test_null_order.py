@@ -7,7 +7,7 @@ The gold runs on SQLite (NULLs smallest); predictions run on DuckDB (NULLs last)
 from __future__ import annotations
 
 from polysql.backends.base import Backend
-from polysql.model import Verdict
+from polysql.core.model import Verdict
 from polysql.normalizers.gold import judge, run_gold
 
 SETUP = ["CREATE TABLE t (name TEXT, score INTEGER)",

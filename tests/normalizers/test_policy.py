@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from polysql import Result, compare
-from polysql.errors import ComparisonError
+from polysql.core.errors import ComparisonError
 from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy, option_names
 
 

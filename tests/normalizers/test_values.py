@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from polysql import Result, compare
-from polysql.errors import ComparisonError
+from polysql.core.errors import ComparisonError
 
 
 def one(value: Any) -> Result:

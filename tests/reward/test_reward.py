@@ -11,7 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from polysql.analysis.reward import (
+from polysql.cli.reward import reward_group
+from polysql.core.errors import ConfigError
+from polysql.datasets.reward.tasks import ISSUE_TYPES, bundled_tasks_path, load_tasks, parse_tasks
+from polysql.reward.env import (
     NEUTRAL_SPEEDUP,
     WRONG_RESULT_CAP,
     Action,
@@ -23,9 +26,6 @@ from polysql.analysis.reward import (
     speedup_score,
     summary_score,
 )
-from polysql.analysis.reward_tasks import ISSUE_TYPES, bundled_tasks_path, load_tasks, parse_tasks
-from polysql.cli_reward import reward_group
-from polysql.errors import ConfigError
 
 TASKS = load_tasks()
 BY_ID = {t.id: t for t in TASKS}
@@ -120,7 +120,7 @@ def test_every_reference_matches_its_original(env: RewardEnv) -> None:
 def test_large_results_use_an_engine_checksum(env: RewardEnv) -> None:
     task = BY_ID["retail-unneeded-join"]  # 3190 rows
     small = RewardEnv(TASKS, env.engine_url, runs=1, warmup=0, timeout=2.0, row_threshold=100)
-    small._backends = env._backends  # share the loaded connection
+    small._copies = env._copies  # share the loaded connection
     right = small.grade(Action(sql=task.reference_sql), task.id)
     assert right.results_match and right.correctness_method == "checksum"
     wrong = small.grade(Action(sql="SELECT order_id, line_no, quantity + 1 AS quantity "

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from polysql_testkit import availability
 
-from polysql.analysis.rewrite_databases import open_database
-from polysql.analysis.rewrite_harness import input_caps, run_pool, validate_reference_pair
-from polysql.analysis.rewrite_ledger import full_denominator_table
-from polysql.analysis.rewrite_methods import make_method
-from polysql.analysis.rewrite_model import OUTCOMES
-from polysql.datasets.rewrite_cases import BUNDLED_ROOT, load_pool
-from polysql.errors import EngineUnavailableError
+from polysql.analysis.rewrite.ledger import full_denominator_table
+from polysql.analysis.rewrite.model import OUTCOMES
+from polysql.core.errors import EngineUnavailableError
+from polysql.datasets.rewrite.cases import BUNDLED_ROOT
+from polysql.rewrite.cases import load_pool
+from polysql.rewrite.databases import open_database
+from polysql.rewrite.harness import input_caps, run_pool, validate_reference_pair
+from polysql.rewrite.methods import make_method
 
 CASES = load_pool(BUNDLED_ROOT)
 CAPS = input_caps(CASES)

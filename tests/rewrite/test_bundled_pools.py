@@ -1,4 +1,4 @@
-"""The bundled rewrite pools (datasets/rewrite_pools): every case loads strictly, and on its
+"""The bundled rewrite pools (datasets/rewrite/pools): every case loads strictly, and on its
 declared engine, in a fresh scratch database built from its schema/setup.sql, the input and every
 reference rewrite return consistent results under the case's contract.
 
@@ -29,10 +29,11 @@ import sqlglot
 import yaml
 
 import polysql
-from polysql.analysis.rewrite_noop import is_noop
-from polysql.datasets.rewrite_cases import BUNDLED_ROOT, CASE_FILE, RewriteCase, load_pool
+from polysql.analysis.rewrite.noop import is_noop
+from polysql.datasets.rewrite.cases import BUNDLED_ROOT, CASE_FILE, RewriteCase
+from polysql.rewrite.cases import load_pool
 
-POOLS_ROOT = BUNDLED_ROOT  # datasets/rewrite_pools, what `polysql rewrite` uses by default
+POOLS_ROOT = BUNDLED_ROOT  # datasets/rewrite/pools, what `polysql rewrite` uses by default
 # pool -> (engine, dialect) every case of the pool declares
 POOLS: dict[str, tuple[str, str]] = {
     "postgres-core": ("postgres", "postgres"),
@@ -302,7 +303,7 @@ def _spark_scratch(case: RewriteCase) -> Iterator[Runner]:
     files) on exit."""
     from polysql_testkit import availability
 
-    from polysql.errors import EngineUnavailableError
+    from polysql.core.errors import EngineUnavailableError
 
     spark_backend = availability.require_client("spark")
     warehouse = _spark_warehouse()

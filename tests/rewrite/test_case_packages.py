@@ -19,20 +19,22 @@ import pytest
 import yaml
 from polysql_testkit.availability import require_client
 
-from polysql.datasets.rewrite_cases import (
+from polysql.backends import catalog
+from polysql.core.errors import ConfigError, DatasetError
+from polysql.datasets.rewrite import cases as packages
+from polysql.datasets.rewrite.cases import (
     KNOWN_CHECKS,
     ROW_ORDERS,
+    CaseEngines,
     CaseValidationError,
     Contract,
     DatabaseRef,
     RewriteCase,
     has_outer_order_by,
-    load_case,
-    load_pool,
-    scaffold_case,
     split_statements,
 )
-from polysql.errors import ConfigError, DatasetError
+from polysql.rewrite.cases import installed_engines, load_case, load_pool
+from polysql.rewrite.scaffold import scaffold_case
 
 INPUT_SQL = """\
 SELECT c.name, SUM(o.amount) AS total
@@ -253,6 +255,38 @@ def test_an_engine_url_is_accepted_and_checked_against_the_dialect(tmp_path: Pat
     ]
 
 
+def test_datasets_check_a_case_only_against_the_engines_they_are_given(tmp_path: Path) -> None:
+    # A made-up engine: the case format itself knows none, so any engine the caller names works.
+    engines = CaseEngines(dialects=("tsql",), names=("warehouse",),
+                          dialect_of=lambda engine: "tsql" if engine == "warehouse" else None)
+    folder = write_case(tmp_path / "on-warehouse",
+                        case_yaml("on-warehouse", engine="warehouse", dialect="tsql"))
+    case = packages.load_case(folder, engines=engines)
+    assert (case.engine, case.dialect) == ("warehouse", "tsql")
+    postgres = write_case(tmp_path / "on-postgres", case_yaml("on-postgres"))
+    with pytest.raises(CaseValidationError) as caught:
+        packages.load_case(postgres, engines=engines)
+    assert [problem.render() for problem in caught.value.problems] == [
+        "case.yaml: dialect must be one of tsql, got 'postgres'",
+        "case.yaml: engine 'postgres' is unknown (use one of warehouse, or an engine URL)",
+    ]
+
+
+def test_the_installed_engines_come_from_each_engines_info() -> None:
+    engines = installed_engines()
+    infos = catalog.infos()
+    assert engines.dialects == tuple(sorted({info.dialect for info in infos}))
+    for info in infos:
+        for alias in info.aliases:
+            assert alias in engines.names and engines.dialect_of(alias) == info.dialect
+            assert engines.dialect_of(alias.upper()) == info.dialect
+        for scheme in info.schemes:
+            assert engines.dialect_of(f"{scheme}://user@host/db") == info.dialect
+    assert engines.dialect_of("oracle") is None
+    assert engines.dialect_of("oracle://user@host/db") is None
+    assert engines.dialect_of("not a url ://") is None
+
+
 # --- broken cases: one specific message each -----------------------------------------------------
 
 
@@ -318,8 +352,8 @@ YAML_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     (
         "unknown dialect",
         _set("dialect", "postgresql"),
-        "case.yaml: dialect must be one of postgres, mysql, duckdb, spark, sqlite, snowflake, "
-        "bigquery, clickhouse, got 'postgresql'; did you mean 'postgres'?",
+        "case.yaml: dialect must be one of bigquery, clickhouse, duckdb, mysql, postgres, "
+        "snowflake, spark, sqlite, got 'postgresql'; did you mean 'postgres'?",
     ),
     (
         "unknown engine",
@@ -692,6 +726,17 @@ def test_a_scaffolded_case_loads(tmp_path: Path, engine: str) -> None:
         "sql/benchmark_input.sql",
         "sql/reference_rewrite_01.sql",
     }
+
+
+@pytest.mark.parametrize("info", catalog.infos(), ids=lambda info: info.name)
+def test_every_engine_scaffolds_a_case_in_its_own_ddl(tmp_path: Path, info: Any) -> None:
+    folder = scaffold_case(tmp_path, "c", engine=info.name, pool="p")
+    setup = (folder / "schema" / "setup.sql").read_text(encoding="utf-8")
+    assert info.setup_template in setup
+    case = load_case(folder)  # parses as the engine's dialect
+    assert (case.engine, case.dialect) == (info.name, info.dialect)
+    (table,) = split_statements(info.setup_template, info.dialect)
+    assert len(case.setup_statements()) == 2 and case.setup_statements()[0].endswith(table)
 
 
 def test_scaffold_refuses_bad_arguments_and_existing_cases(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""polysql.analysis.rewrite_cgoq: the speed reward, the simplification ramp and CGOQ by hand."""
+"""polysql.analysis.rewrite.cgoq: the speed reward, the simplification ramp and CGOQ by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from polysql.analysis.rewrite_cgoq import (
+from polysql.analysis.rewrite.cgoq import (
     DEFAULT_PARAMS,
     SENSITIVITY_DELTAS,
     SENSITIVITY_LAMBDAS,

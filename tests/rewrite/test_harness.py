@@ -20,17 +20,23 @@ from typing import Any
 import pytest
 from polysql_testkit.rewrite_engines import Engine, make_engine
 
-from polysql.analysis.rewrite_cgoq import (
+from polysql.analysis.rewrite.cgoq import (
     CgoqParams,
     cgoq,
     simplification_credit,
     simplification_ratio,
 )
-from polysql.analysis.rewrite_databases import (
-    EvaluationDatabase,
-    open_database,
-)
-from polysql.analysis.rewrite_harness import (
+from polysql.analysis.rewrite.model import GATED_OUTCOMES, CaseOutcome, MethodAnswer
+from polysql.analysis.rewrite.scs import features, fit_caps, scs
+from polysql.core.errors import DatasetError
+from polysql.core.model import Result
+from polysql.datasets.rewrite.cases import Contract, RewriteCase
+from polysql.engines.copies import EvaluationCopy
+from polysql.engines.registry import connect
+from polysql.engines.timing import TimedRun, TimingError, measured_order, time_pair
+from polysql.rewrite.cases import load_case
+from polysql.rewrite.databases import open_database
+from polysql.rewrite.harness import (
     blinded,
     check_contract,
     classify,
@@ -41,13 +47,7 @@ from polysql.analysis.rewrite_harness import (
     run_pool,
     validate_reference_pair,
 )
-from polysql.analysis.rewrite_model import GATED_OUTCOMES, CaseOutcome, MethodAnswer
-from polysql.analysis.rewrite_scs import features, fit_caps, scs
-from polysql.analysis.rewrite_timing import TimedRun, TimingError, measured_order, time_pair
-from polysql.datasets.rewrite_cases import Contract, RewriteCase, load_case, scaffold_case
-from polysql.errors import DatasetError
-from polysql.model import Result
-from polysql.registry import connect
+from polysql.rewrite.scaffold import scaffold_case
 
 ENGINES = ("duckdb", "sqlite", "postgres", "mysql")
 REFERENCE = "SELECT name, price\nFROM items\nWHERE price > 1\nORDER BY name\n"
@@ -71,7 +71,7 @@ def engine(request: pytest.FixtureRequest,
 @dataclass
 class Opened:
     case: RewriteCase
-    database: EvaluationDatabase
+    database: EvaluationCopy
     caps: dict[str, float]
 
     def run(self, answer: MethodAnswer, **options: Any) -> CaseOutcome:

@@ -1,4 +1,4 @@
-"""polysql.analysis.rewrite_ledger: the full-denominator table by hand, the ledger files read back,
+"""polysql.analysis.rewrite.ledger: the full-denominator table by hand, the ledger files read back,
 the sensitivity ranges and a figure that really shows the outcomes' colours."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from matplotlib.colors import to_rgb
 from matplotlib.image import imread
 
-from polysql.analysis.rewrite_ledger import (
+from polysql.analysis.rewrite.ledger import (
     LEDGER_COLUMNS,
     OUTCOME_COLOURS,
     Row,
@@ -27,8 +27,8 @@ from polysql.analysis.rewrite_ledger import (
     write_report,
     write_tables,
 )
-from polysql.analysis.rewrite_model import OUTCOMES, CaseOutcome, Timing
-from polysql.errors import ResultsStoreError
+from polysql.analysis.rewrite.model import OUTCOMES, CaseOutcome, Timing
+from polysql.core.errors import ResultsStoreError
 
 # R(s) written out from the definition: a = ln 1.05, tau = ln(2 / 1.05)
 A, TAU = math.log(1.05), math.log(2 / 1.05)

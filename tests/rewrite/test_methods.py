@@ -1,4 +1,4 @@
-"""polysql.analysis.rewrite_methods: every adapter answers exactly one MethodAnswer kind.
+"""polysql.rewrite.methods: every adapter answers exactly one MethodAnswer kind.
 
 External commands are real subprocesses (small Python scripts written per test), sqlglot's
 optimizer output is executed on DuckDB next to the input to check it returns the same rows, and
@@ -19,21 +19,24 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from polysql.analysis.rewrite_methods import (
+from polysql.analysis.rewrite.model import ANSWER_KINDS, MethodAnswer
+from polysql.backends import catalog
+from polysql.backends.base import EngineInfo
+from polysql.core.errors import ConfigError
+from polysql.datasets.rewrite.cases import Contract, DatabaseRef, RewriteCase
+from polysql.llm.client import ModelConfig
+from polysql.rewrite.methods import (
     CallableMethod,
     CommandMethod,
     LLMRewriteMethod,
     MethodRequest,
+    engine_display_name,
     identity_method,
     make_method,
     no_rewrite_method,
     schema_mapping,
     sqlglot_optimize_method,
 )
-from polysql.analysis.rewrite_model import ANSWER_KINDS, MethodAnswer
-from polysql.datasets.rewrite_cases import Contract, DatabaseRef, RewriteCase
-from polysql.errors import ConfigError
-from polysql.llm import ModelConfig
 
 SCHEMA = """\
 CREATE TABLE customers (
@@ -441,3 +444,15 @@ def test_request_json_is_what_commands_read() -> None:
     assert json.loads(json.dumps(request.to_dict())) == {
         "id": "c-001", "dialect": "duckdb", "engine": "duckdb", "sql": "SELECT 1",
         "schema": "CREATE TABLE t (a INT);"}
+
+
+@pytest.mark.parametrize("info", catalog.infos(), ids=lambda info: info.name)
+def test_a_case_engine_is_named_as_its_engine_declares(info: EngineInfo) -> None:
+    for alias in info.aliases:
+        assert engine_display_name(alias, info.dialect) == info.display(alias)
+        assert engine_display_name(alias.upper(), info.dialect) == info.display(alias)
+    for scheme in info.schemes:
+        assert engine_display_name(f"{scheme}+driver://user@host/db", "ansi") == info.display(scheme)
+    assert engine_display_name("mariadb", "mysql") == "MariaDB"
+    # an engine polysql does not know is named after the case's dialect
+    assert engine_display_name("warehouse://host/db", info.dialect) == info.display_name

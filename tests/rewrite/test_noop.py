@@ -1,4 +1,4 @@
-"""polysql.analysis.rewrite_noop: rewrites that only re-spell the input, and ones that do not.
+"""polysql.analysis.rewrite.noop: rewrites that only re-spell the input, and ones that do not.
 
 Every case in the DuckDB and SQLite dialects is also run on the real engine over a small database:
 a pair called a no-op must return the same column names and rows, so the detector's "no-op" is
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from polysql.analysis.rewrite_noop import is_noop
-from polysql.errors import ConfigError
+from polysql.analysis.rewrite.noop import is_noop
+from polysql.core.errors import ConfigError
 
 NOOPS = [
     # formatting, whitespace and keyword case

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from polysql.cli import EXIT_CONFIG, EXIT_DATA, main
+from polysql.cli.main import EXIT_CONFIG, EXIT_DATA, main
 
 
 def _run(*args: str) -> tuple[int, str]:

@@ -7,6 +7,7 @@ POLYSQL_REQUIRE lists them). Each server database made here is dropped afterward
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator
 from decimal import Decimal
@@ -17,19 +18,19 @@ import duckdb
 import pytest
 from polysql_testkit.rewrite_engines import Engine, make_engine
 
-from polysql.analysis import rewrite_databases
-from polysql.analysis.rewrite_databases import (
-    EvaluationDatabase,
+from polysql.backends.base import Backend, SetupScript
+from polysql.core.errors import ConfigError, LoadError
+from polysql.engines.copies import EvaluationCopy
+from polysql.engines.registry import backend_class
+from polysql.rewrite.cases import load_case
+from polysql.rewrite.databases import (
     method_schema,
     open_database,
     parse_engine_overrides,
     resolve_engine_url,
-    setup_fingerprint,
-    setup_runners,
     setup_schema,
 )
-from polysql.datasets.rewrite_cases import load_case, scaffold_case
-from polysql.errors import ConfigError, LoadError
+from polysql.rewrite.scaffold import scaffold_case
 
 ENGINES = ("duckdb", "sqlite", "postgres", "mysql")
 # The scaffolded case's rows, written out independently of its setup script.
@@ -48,7 +49,7 @@ def engine(request: pytest.FixtureRequest,
         made.cleanup()
 
 
-def _items(database: EvaluationDatabase) -> list[tuple[Any, ...]]:
+def _items(database: EvaluationCopy) -> list[tuple[Any, ...]]:
     """The items table, prices as exact decimals (SQLite hands back 1.5 and 4 for 1.50, 4.00)."""
     result = database.backend.execute("SELECT id, name, price FROM items ORDER BY id")
     assert result.ok, result.error
@@ -76,35 +77,42 @@ def test_an_override_must_speak_the_cases_dialect(tmp_path: Path) -> None:
         open_database(case, engines={"postgres": "duckdb://"}, cache_dir=tmp_path / "cache")
 
 
-def test_every_engine_named_in_the_brief_has_a_setup_runner() -> None:
-    assert {"duckdb", "sqlite", "postgres", "mysql"} <= set(setup_runners())
+def test_every_engine_named_in_the_brief_builds_from_setup_scripts() -> None:
+    for name in ENGINES:
+        hook = backend_class(resolve_engine_url(name)).build_from_script
+        assert hook.__func__ is not Backend.build_from_script.__func__, name
 
 
-def test_engines_without_a_runner_are_refused_by_name(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(rewrite_databases._RUNNERS, "duckdb")
+def test_engines_that_cannot_build_from_scripts_are_refused_by_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    duckdb_backend = backend_class("duckdb://")
+    monkeypatch.delattr(duckdb_backend, "build_from_script")  # the Backend protocol's default
     case = load_case(scaffold_case(tmp_path, "c1", engine="duckdb", pool="p"))
-    with pytest.raises(ConfigError, match="duckdb engine has no setup-script runner"):
+    with pytest.raises(ConfigError,
+                       match="case c1: the duckdb engine cannot host setup_sql cases yet"):
         open_database(case, cache_dir=tmp_path / "cache")
+    assert not list((tmp_path / "cache").rglob("*.duckdb"))
 
 
-def test_a_registered_runner_is_what_builds(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    original = rewrite_databases._RUNNERS["sqlite"]
-    jobs: list[rewrite_databases.SetupJob] = []
+def test_the_engine_builds_the_cases_setup_script(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    sqlite_backend = backend_class("sqlite://")
+    original = sqlite_backend.build_from_script
+    scripts: list[SetupScript] = []
 
-    def counting(job: rewrite_databases.SetupJob) -> Any:
-        jobs.append(job)
-        return original(job)
+    def counting(target: Any, script: SetupScript, **options: Any) -> Any:
+        scripts.append(script)
+        return original(target, script, **options)
 
-    monkeypatch.setitem(rewrite_databases._RUNNERS, "sqlite", counting)
+    monkeypatch.setattr(sqlite_backend, "build_from_script", counting)
     case = load_case(scaffold_case(tmp_path, "c1", engine="sqlite", pool="p"))
     with open_database(case, cache_dir=tmp_path / "cache") as database:
         assert _items(database) == SCAFFOLD_ROWS
-    assert len(jobs) == 1
-    assert jobs[0].statements == case.setup_statements()
-    assert jobs[0].fingerprint == setup_fingerprint(
-        (case.path / "schema" / "setup.sql").read_text(encoding="utf-8"))
+    assert len(scripts) == 1
+    assert scripts[0].statements == case.setup_statements()
+    text = (case.path / "schema" / "setup.sql").read_text(encoding="utf-8")
+    assert scripts[0].fingerprint == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    assert scripts[0].origin == str(case.path / "schema" / "setup.sql")
 
 
 # --- setup scripts on every engine ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""polysql.analysis.rewrite_scs: feature counts recounted by hand, caps and scores recomputed."""
+"""polysql.analysis.rewrite.scs: feature counts recounted by hand, caps and scores recomputed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from polysql.analysis.rewrite_scs import (
+from polysql.analysis.rewrite.scs import (
     FEATURE_GROUPS,
     FEATURES,
     PARSER,
@@ -20,7 +20,7 @@ from polysql.analysis.rewrite_scs import (
     scs,
     z_score,
 )
-from polysql.errors import ConfigError
+from polysql.core.errors import ConfigError
 
 ZERO = dict.fromkeys(FEATURES, 0)
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from polysql.analysis.rewrite_harness import SkippedCase, skip_failure, skip_summary
-from polysql.cli import EXIT_ENGINE, main
+from polysql.cli.main import EXIT_ENGINE, main
+from polysql.rewrite.harness import SkippedCase, skip_failure, skip_summary
 
 pytestmark = pytest.mark.duckdb
 

@@ -21,20 +21,15 @@ from typing import NoReturn
 import pytest
 from polysql_testkit import availability
 
-from polysql.analysis.rewrite_databases import (
-    EvaluationDatabase,
-    open_database,
-    setup_runners,
-)
-from polysql.analysis.rewrite_harness import input_caps
-from polysql.datasets.rewrite_cases import (
-    BUNDLED_ROOT,
-    RewriteCase,
-    load_case,
-    load_pool,
-    scaffold_case,
-)
-from polysql.errors import EngineUnavailableError, LoadError
+from polysql.backends.base import Backend
+from polysql.core.errors import EngineUnavailableError, LoadError
+from polysql.datasets.rewrite.cases import RewriteCase
+from polysql.engines.copies import EvaluationCopy
+from polysql.engines.registry import backend_class
+from polysql.rewrite.cases import BUNDLED_ROOT, load_case, load_pool
+from polysql.rewrite.databases import open_database
+from polysql.rewrite.harness import input_caps
+from polysql.rewrite.scaffold import scaffold_case
 
 pytestmark = pytest.mark.spark
 
@@ -78,14 +73,14 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.getbasetemp() / "rewrite-cache"
 
 
-def _open(case: RewriteCase, cache_dir: Path) -> EvaluationDatabase:
+def _open(case: RewriteCase, cache_dir: Path) -> EvaluationCopy:
     try:
         return open_database(case, cache_dir=cache_dir)
     except EngineUnavailableError as exc:
         _unavailable(str(exc))
 
 
-def _manifest_fingerprint(database: EvaluationDatabase) -> str | None:
+def _manifest_fingerprint(database: EvaluationCopy) -> str | None:
     """The fingerprint the warehouse's manifest records, read from the manifest file itself."""
     import json
 
@@ -119,14 +114,15 @@ def scaffolded(tmp_path: Path) -> Iterator[RewriteCase]:
     yield load_case(scaffold_case(tmp_path / "cases", "runner", engine="spark", pool="spark-t"))
 
 
-def _items(database: EvaluationDatabase) -> list[tuple[object, ...]]:
+def _items(database: EvaluationCopy) -> list[tuple[object, ...]]:
     result = database.backend.execute("SELECT id, name, price FROM items ORDER BY id")
     assert result.ok, result.error
     return list(result.rows)
 
 
-def test_spark_has_a_setup_runner() -> None:
-    assert "spark" in setup_runners()
+def test_spark_builds_from_setup_scripts() -> None:
+    hook = backend_class("spark://local[1]").build_from_script
+    assert hook.__func__ is not Backend.build_from_script.__func__
 
 
 def test_setup_builds_once_and_rebuilds_when_the_script_changes(scaffolded: RewriteCase,

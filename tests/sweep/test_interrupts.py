@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from polysql.store import RESULTS_FILE
+from polysql.core.store import RESULTS_FILE
 
 # runs until its timeout: a statement that is surely still running when the signal arrives
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"

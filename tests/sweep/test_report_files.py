@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from polysql.analysis.report import html_report, write_reports
+from polysql.analysis.reports.sweep import html_report, write_reports
 from polysql.analysis.summary import summarize
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from polysql.cli import EXIT_DATA, EXIT_INCOMPLETE, main
-from polysql.store import RESULTS_FILE, SUPERSEDED_FILE, ResultsStore
+from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE, main
+from polysql.core.store import RESULTS_FILE, SUPERSEDED_FILE, ResultsStore
 
 
 @pytest.fixture(autouse=True)

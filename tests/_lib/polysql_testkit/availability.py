@@ -8,7 +8,7 @@ lists them all, so nothing it means to test can quietly skip; after the README's
 ``pip install -e '.[dev]'`` the engines whose extras are missing skip, each with the
 ``pip install`` that brings its tests back.
 
-Whether an engine's client library is installed is asked of :func:`polysql.registry.engine_status`,
+Whether an engine's client library is installed is asked of :func:`polysql.engines.registry.engine_status`,
 the check ``polysql engines`` and every connect go through, so the tests and the command line
 agree on what "installed" means.
 """
@@ -21,20 +21,14 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from polysql.registry import (
-    ENGINE_ALIASES,
-    available_schemes,
-    engine_status,
-    module_installed,
-    parse_url,
-)
+from polysql.backends import catalog
+from polysql.engines.registry import engine_status, module_installed
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
 #: the engines ``POLYSQL_REQUIRE`` may name (the optional parts are named as they are)
-ENGINE_NAMES = frozenset({"sqlite", "duckdb", "postgres", "mysql", "spark", "clickhouse",
-                          "snowflake", "bigquery"})
+ENGINE_NAMES = frozenset(info.name for info in catalog.infos())
 
 
 def required_names() -> set[str]:
@@ -66,9 +60,10 @@ def unavailable(name: str, reason: str) -> NoReturn:
 
 
 def _scheme(engine: str) -> str:
-    if engine in available_schemes():
-        return engine
-    return parse_url(ENGINE_ALIASES[engine]).get_backend_name()
+    info = catalog.find(engine)
+    if info is None:
+        raise KeyError(f"no engine named {engine!r} is installed")
+    return info.schemes[0]
 
 
 def client_problem(engine: str) -> str | None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import pymysql
 from sqlalchemy.engine import URL, make_url
 
 from polysql.backends.base import Backend
-from polysql.backends.mysql import MySQLBackend, evaluation_database_name
-from polysql.errors import EngineUnavailableError
-from polysql.registry import connect
+from polysql.backends.mysql.backend import MySQLBackend, evaluation_database_name
+from polysql.core.errors import EngineUnavailableError
+from polysql.engines.registry import connect
 
 NAME = "mysql"
 DEFAULT_URL = "mysql://root@127.0.0.1:3306/"
@@ -53,3 +55,65 @@ def cleanup(tag: str) -> None:
         MySQLBackend.drop(database_url(tag))
     except EngineUnavailableError as exc:
         raise ServerUnavailable(str(exc)) from exc
+
+
+# -- load lifecycle targets (tests/conformance/test_load_lifecycle.py) -------------------------
+
+#: conformance behaviours that do not apply to MySQL/MariaDB, each with the reason
+NOT_APPLICABLE: dict[str, str] = {}
+
+
+def unreachable_url() -> tuple[str, str]:
+    """A URL nothing answers at (port 1), and what the refusal to connect says."""
+    return "mysql://root@127.0.0.1:1/?connect_timeout=2", "cannot connect"
+
+
+def fresh_target(tag: str, workdir: Path) -> tuple[str, dict[str, Any]]:
+    """(URL, connect options) of a database no load has touched."""
+    return database_url(tag).render_as_string(hide_password=False), {}
+
+
+def _admin_rows(sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    url = admin_url()
+    try:
+        conn = pymysql.connect(host=url.host or "127.0.0.1", port=url.port or 3306,
+                               user=url.username or "root", password=url.password or "",
+                               autocommit=True, charset="utf8mb4", connect_timeout=5)
+    except pymysql.err.OperationalError as exc:
+        raise ServerUnavailable(f"MySQL at {url.host}:{url.port}: {exc}") from exc
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args or None)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def drop_target(url: str, options: dict[str, Any]) -> None:
+    """Drop the target's database, its reader, its load record and any staging leftovers."""
+    MySQLBackend.drop(make_url(url))
+
+
+def staging_leftovers(url: str) -> list[str]:
+    """The staging and old-copy databases a load of this target builds beside it."""
+    from polysql.backends.mysql.load import OLD_PREFIX, STAGE_PREFIX, auxiliary_name
+
+    database = make_url(url).database
+    assert database is not None
+    ours = {auxiliary_name(STAGE_PREFIX, database), auxiliary_name(OLD_PREFIX, database)}
+    found = {r[0] for r in _admin_rows("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")}
+    return sorted(found & ours)
+
+
+def make_foreign(url: str) -> None:
+    """Create the database holding a table ``precious`` that polysql did not load."""
+    database = make_url(url).database
+    _admin_rows(f"CREATE DATABASE `{database}`")
+    _admin_rows(f"CREATE TABLE `{database}`.precious (x INT)")
+
+
+def foreign_tables(url: str) -> list[str]:
+    """The database's tables, read on an administrator connection."""
+    return sorted(r[0] for r in _admin_rows(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
+        make_url(url).database))

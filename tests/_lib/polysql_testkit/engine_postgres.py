@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import psycopg
+from psycopg import sql
 from sqlalchemy.engine import URL, make_url
 
-from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
 from polysql.backends.base import Backend
-from polysql.backends.postgres import evaluation_database_name
-from polysql.errors import EngineUnavailableError
-from polysql.registry import connect
+from polysql.backends.postgres.backend import evaluation_database_name
+from polysql.backends.postgres.setup import drop_evaluation_database, drop_reader
+from polysql.core.errors import EngineUnavailableError
+from polysql.engines.registry import connect
 
 NAME = "postgres"
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/"
@@ -58,3 +61,71 @@ def cleanup(tag: str) -> None:
         drop_reader(admin_url(), reader)
     except EngineUnavailableError as exc:
         raise ServerUnavailable(str(exc)) from exc
+
+
+# -- load lifecycle targets (tests/conformance/test_load_lifecycle.py) -------------------------
+
+#: conformance behaviours that do not apply to PostgreSQL, each with the reason
+NOT_APPLICABLE: dict[str, str] = {}
+
+
+def unreachable_url() -> tuple[str, str]:
+    """A URL nothing answers at (port 1), and what the refusal to connect says."""
+    return "postgresql://postgres@127.0.0.1:1/x", "cannot connect to PostgreSQL"
+
+
+def fresh_target(tag: str, workdir: Path) -> tuple[str, dict[str, Any]]:
+    """(URL, connect options) of a database no load has touched, with its own reader role."""
+    database, reader = names(tag)
+    url = admin_url().set(database=database).render_as_string(hide_password=False)
+    return url, {"reader_role": reader}
+
+
+def _admin(database: str) -> psycopg.Connection:
+    url = admin_url()
+    try:
+        return psycopg.connect(host=url.host or "127.0.0.1", port=url.port or 5432,
+                               user=url.username or "postgres", password=url.password,
+                               dbname=database, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        raise ServerUnavailable(f"PostgreSQL at {url.host}:{url.port}: {exc}") from exc
+
+
+def drop_target(url: str, options: dict[str, Any]) -> None:
+    """Drop the target's database and its reader role."""
+    database = make_url(url).database
+    assert database is not None
+    drop_evaluation_database(admin_url(), database)
+    drop_reader(admin_url(), options["reader_role"])
+
+
+def staging_leftovers(url: str) -> list[str]:
+    """Schemas other than the evaluation one (a load builds in ``polysql_staging_*``)."""
+    database = make_url(url).database
+    assert database is not None
+    with _admin("postgres") as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone() is None:
+            return []  # never created (a connect that failed early): nothing can be left over
+    with _admin(database) as conn:
+        return sorted(r[0] for r in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+            "AND nspname NOT IN ('information_schema', 'public')"))
+
+
+def make_foreign(url: str) -> None:
+    """Create the database holding a table ``precious`` that polysql did not load."""
+    database = make_url(url).database
+    assert database is not None
+    with _admin("postgres") as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    with _admin(database) as conn:
+        conn.execute("CREATE TABLE precious (a int)")
+
+
+def foreign_tables(url: str) -> list[str]:
+    """The tables of the evaluation schema, read on an administrator connection."""
+    database = make_url(url).database
+    assert database is not None
+    with _admin(database) as conn:
+        return sorted(r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))

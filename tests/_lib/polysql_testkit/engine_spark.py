@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 
 from polysql.backends.base import Backend
-from polysql.errors import EngineUnavailableError
+from polysql.core.errors import EngineUnavailableError
 from polysql_testkit.availability import client_problem
 
 NAME = "spark"
@@ -37,7 +39,7 @@ def base_url() -> URL:
 
 
 def database_name(tag: str) -> str:
-    from polysql.backends._spark_url import evaluation_database_name
+    from polysql.backends.spark.connect_url import evaluation_database_name
 
     return evaluation_database_name("conformance", tag)
 
@@ -55,7 +57,7 @@ def _spark_backend() -> type:
     problem = client_problem(NAME)  # the backend imports pyspark only when it connects
     if problem is not None:
         raise ServerUnavailable(problem)
-    from polysql.backends.spark import SparkBackend
+    from polysql.backends.spark.backend import SparkBackend
 
     return SparkBackend
 
@@ -64,7 +66,7 @@ def provision(sqlite_path: Path, tag: str) -> Backend:
     """Load ``sqlite_path`` into the database for ``tag`` (replacing any earlier copy) and
     return an evaluation backend on it."""
     backend_class = _spark_backend()
-    from polysql.registry import connect
+    from polysql.engines.registry import connect
 
     url = target_url(tag)
     try:
@@ -79,7 +81,7 @@ def provision(sqlite_path: Path, tag: str) -> Backend:
 def cleanup(tag: str) -> None:
     """Drop the tag's database and delete its warehouse."""
     backend_class = _spark_backend()
-    from polysql.backends._spark_load import drop_database
+    from polysql.backends.spark.load import drop_database
 
     try:
         with backend_class.connect(target_url(tag), read_only=False) as target:
@@ -90,3 +92,58 @@ def cleanup(tag: str) -> None:
         warehouse = _warehouses.pop(tag, None)
         if warehouse is not None:
             shutil.rmtree(warehouse, ignore_errors=True)
+
+
+# -- load lifecycle targets (tests/conformance/test_load_lifecycle.py) -------------------------
+
+#: conformance behaviours that do not apply to Spark, each with the reason
+NOT_APPLICABLE: dict[str, str] = {
+    "foreign_target_refused": "a Spark evaluation database is a folder of the warehouse (or, "
+                              "over Spark Connect, a database) that polysql manages on its own; "
+                              "a load swaps the whole of it in, and there are no tables of "
+                              "someone else's in it to protect",
+}
+
+
+def unreachable_url() -> tuple[str, str]:
+    """A Spark Connect URL on a loopback port nothing listens on, and what the refusal says."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    return f"sc://127.0.0.1:{port}/db", "no Spark Connect server"
+
+
+def fresh_target(tag: str, workdir: Path) -> tuple[str, dict[str, Any]]:
+    """(URL, connect options) of a database no load has touched, in a warehouse of its own
+    (embedded) or on the Connect server."""
+    url = base_url().set(database=database_name(tag))
+    if url.get_backend_name() != "sc":
+        url = url.update_query_dict({"warehouse": str(workdir / "warehouse")})
+    return url.render_as_string(hide_password=False), {}
+
+
+def drop_target(url: str, options: dict[str, Any]) -> None:
+    """Drop the database (the embedded warehouse goes with the test's directory)."""
+    backend_class = _spark_backend()
+    from polysql.backends.spark.load import drop_database
+
+    try:
+        with backend_class.connect(make_url(url), read_only=False) as target:
+            drop_database(target)
+    except EngineUnavailableError as exc:
+        raise ServerUnavailable(str(exc)) from exc
+
+
+def staging_leftovers(url: str) -> list[str]:
+    """Staging and old copies a load leaves in the warehouse (or staging databases on the
+    Connect server)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sc":
+        backend_class = _spark_backend()
+        with backend_class.connect(parsed, read_only=False) as admin:
+            rows = admin.session.sql("SHOW DATABASES LIKE 'polysql_staging_*'").collect()
+        return sorted(row[0] for row in rows)
+    warehouse = Path(str(parsed.query["warehouse"]))
+    if not warehouse.exists():
+        return []
+    return sorted(p.name for p in warehouse.iterdir() if p.name.startswith((".staging-", ".old-")))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from polysql.llm import ModelConfig
+from polysql.llm.client import ModelConfig
 
 
 def write_config(path: Path, config: ModelConfig) -> Path:

@@ -19,9 +19,9 @@ import pymysql
 import pytest
 from sqlalchemy.engine import URL, make_url
 
-from polysql.backends.mysql import MySQLBackend
-from polysql.registry import connect
-from polysql.schema import LoadReport
+from polysql.backends.mysql.backend import MySQLBackend
+from polysql.core.schema import LoadReport
+from polysql.engines.registry import connect
 
 ENGINE = "mysql"
 ADMIN_URL = os.environ.get("POLYSQL_MYSQL_URL", "mysql://root@127.0.0.1:3306/")

@@ -19,9 +19,9 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import URL, make_url
 
-from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
-from polysql.backends.postgres import PostgresBackend
-from polysql.registry import connect
+from polysql.backends.postgres.backend import PostgresBackend
+from polysql.backends.postgres.setup import drop_evaluation_database, drop_reader
+from polysql.engines.registry import connect
 
 ENGINE = "postgres"
 ADMIN_URL = os.environ.get("POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/")

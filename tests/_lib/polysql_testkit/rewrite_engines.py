@@ -11,9 +11,12 @@ from typing import Any
 
 from sqlalchemy.engine import URL
 
-from polysql.analysis.rewrite_databases import EvaluationDatabase, open_database, resolve_engine_url
-from polysql.datasets.rewrite_cases import RewriteCase, load_case, scaffold_case
-from polysql.registry import backend_class
+from polysql.datasets.rewrite.cases import RewriteCase
+from polysql.engines.copies import EvaluationCopy
+from polysql.engines.registry import backend_class
+from polysql.rewrite.cases import load_case
+from polysql.rewrite.databases import open_database, resolve_engine_url
+from polysql.rewrite.scaffold import scaffold_case
 
 
 @dataclass
@@ -38,21 +41,21 @@ class Engine:
         if self.admin_url is not None and target.database:
             self.made.add(target.database)
 
-    def open(self, case: RewriteCase) -> EvaluationDatabase:
+    def open(self, case: RewriteCase) -> EvaluationCopy:
         self.note(case)
         return open_database(case, engines=self.overrides, cache_dir=self.cache_dir,
                              connect_options=self.options)
 
     def cleanup(self) -> None:
         if self.name == "postgres":
-            from polysql.backends._postgres_meta import drop_evaluation_database, drop_reader
+            from polysql.backends.postgres.setup import drop_evaluation_database, drop_reader
 
             assert self.admin_url is not None
             for name in self.made:
                 drop_evaluation_database(self.admin_url, name)
             drop_reader(self.admin_url, self.options["reader_role"])
         elif self.name == "mysql":
-            from polysql.backends.mysql import MySQLBackend
+            from polysql.backends.mysql.backend import MySQLBackend
 
             assert self.admin_url is not None
             for name in self.made:

@@ -1,0 +1,64 @@
+"""Opening a DuckDB database named by a ``duckdb://`` URL.
+
+Every connection gets :data:`~polysql.backends.duckdb.screen.SAFE_CONFIG` (no external access,
+no extension loading, locked configuration); an evaluation connection to a file also opens it
+read-only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from sqlalchemy.engine import URL
+
+from polysql.core.errors import EngineUnavailableError
+
+#: options ``DuckDBBackend.connect`` passes on to DuckDB's configuration
+CONFIG_OPTIONS = ("threads", "memory_limit")
+
+
+def database_path(url: URL) -> Path | None:
+    """The file a ``duckdb://`` URL names, or None for an in-memory database."""
+    database = url.database
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+def open_connection(path: Path | None, *, read_only: bool,
+                    config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """A connection to ``path`` (None: in-memory) with ``config``; ``lock_configuration`` in it
+    is applied last, after the session settings polysql makes itself."""
+    target = ":memory:" if path is None else str(path)
+    # DuckDB cannot open an in-memory database read-only; the statement screen keeps such a
+    # connection read-only instead.
+    file_read_only = read_only and path is not None
+    settings = dict(config)
+    lock = bool(settings.pop("lock_configuration", False))
+    try:
+        conn = duckdb.connect(target, read_only=file_read_only, config=settings)
+        _quiet_and_lock(conn, lock)
+    except duckdb.Error as exc:
+        raise EngineUnavailableError(f"cannot open DuckDB database {target!r}: {exc}") from exc
+    return conn
+
+
+def _quiet_and_lock(conn: duckdb.DuckDBPyConnection, lock: bool) -> None:
+    """Turn the progress bar off, then lock the configuration against untrusted SET statements.
+
+    DuckDB draws a progress bar on stdout for statements over ~2 s, which corrupts
+    machine-readable output (--json); it is a session setting only, so it is set here. A second
+    connection to a file this process already opened shares that database instance, whose
+    configuration is locked already: it keeps the lock, and DuckDB refuses the SET (its progress
+    bar then stays on, the one thing lost).
+    """
+    try:
+        conn.execute("SET enable_progress_bar = false")
+    except duckdb.InvalidInputException as exc:
+        if "locked" not in str(exc):
+            raise
+        return
+    if lock:
+        conn.execute("SET lock_configuration = true")

@@ -1,0 +1,27 @@
+"""How failures of untrusted SQL on DuckDB are named (``ExecError.kind``): by exception class,
+and for refusals of the locked configuration, by message."""
+
+from __future__ import annotations
+
+import duckdb
+
+from polysql.core.model import ErrorKind
+
+
+def classify(exc: Exception, *, interrupted: bool) -> ErrorKind:
+    """Map a duckdb exception raised by untrusted SQL to an ``ExecError.kind``."""
+    if isinstance(exc, duckdb.InterruptException):
+        return "timeout" if interrupted else "runtime"
+    if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
+        return "too_large"
+    if isinstance(exc, duckdb.PermissionException):
+        return "forbidden"
+    message = str(exc)
+    if "disabled by configuration" in message or "configuration has been locked" in message \
+            or "read-only mode" in message:
+        return "forbidden"
+    if isinstance(exc, (duckdb.ParserException, duckdb.SyntaxException)):
+        return "syntax"
+    if isinstance(exc, (duckdb.IOException, duckdb.ConnectionException, duckdb.FatalException)):
+        return "unavailable"
+    return "runtime"

@@ -1,0 +1,221 @@
+"""Copy a load source (any backend with ``tables``/``read_table``) into DuckDB.
+
+Tables and columns keep their exact source names (quoted, case preserved); logical types map to
+DuckDB types one to one; rows arrive as Arrow batches. A primary key is added after the rows are
+in, and dropped (and reported) when the source data violates it -- SQLite, for one, allows NULL
+keys. Secondary indexes follow; a UNIQUE one the rows violate becomes a plain index, reported.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+import sqlglot.errors
+
+from polysql.backends._common.load_files import (
+    atomic_build,
+    load_file_once,
+    source_coercions,
+    source_name,
+)
+from polysql.backends.duckdb.types import duckdb_type, quote_ident
+from polysql.core.errors import LoadError
+from polysql.core.naming import NameMode, check_mode, rename_tables
+from polysql.core.schema import Coercion, LoadReport, Table
+
+if TYPE_CHECKING:
+    from polysql.backends.base import Backend
+    from polysql.backends.duckdb.backend import DuckDBBackend
+
+# DuckDB keeps its write-ahead log beside the database file.
+_COMPANIONS = (".wal",)
+
+
+def create_table_sql(table: Table) -> str:
+    columns = ", ".join(
+        f"{quote_ident(c.name)} {duckdb_type(c.type)}{'' if c.nullable else ' NOT NULL'}"
+        for c in table.columns)
+    return f"CREATE TABLE {quote_ident(table.name)} ({columns})"
+
+
+def _insert_rows(conn: duckdb.DuckDBPyConnection, source: Backend, table: Table, *, into: str) -> int:
+    view = f"polysql_batch_{uuid.uuid4().hex}"
+    loaded = 0
+    for batch in source.read_table(table):
+        conn.register(view, pa.Table.from_batches([batch]))
+        try:
+            conn.execute(f"INSERT INTO {quote_ident(into)} SELECT * FROM {quote_ident(view)}")
+        finally:
+            conn.unregister(view)
+        loaded += batch.num_rows
+    return loaded
+
+
+def _add_primary_key(conn: duckdb.DuckDBPyConnection, table: Table) -> Coercion | None:
+    if not table.primary_key:
+        return None
+    name = quote_ident(table.name)
+    keys = ", ".join(quote_ident(c) for c in table.primary_key)
+    try:
+        conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({keys})")
+    except duckdb.ConstraintException:
+        any_null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in table.primary_key)
+        nulls = conn.execute(f"SELECT count(*) FROM {name} WHERE {any_null}").fetchone()
+        duplicates = conn.execute(
+            f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {name} "
+            f"WHERE NOT ({any_null}) GROUP BY {keys} HAVING count(*) > 1)").fetchone()
+        null_rows, duplicate_rows = int(nulls[0]), int(duplicates[0])  # type: ignore[index]
+        return Coercion(
+            table.name, ", ".join(table.primary_key),
+            f"primary key not created: {null_rows} rows have a NULL key and {duplicate_rows} "
+            f"rows share a key with another row", null_rows + duplicate_rows)
+    return None
+
+
+def _duplicates(conn: duckdb.DuckDBPyConnection, table: Table, columns: tuple[str, ...]) -> int:
+    """Rows sharing all of ``columns`` (none NULL) with another row."""
+    keys = ", ".join(quote_ident(c) for c in columns)
+    present = " AND ".join(f"{quote_ident(c)} IS NOT NULL" for c in columns)
+    row = conn.execute(
+        f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {quote_ident(table.name)} "
+        f"WHERE {present} GROUP BY {keys} HAVING count(*) > 1)").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _add_indexes(conn: duckdb.DuckDBPyConnection, table: Table) -> list[Coercion]:
+    """Create the table's secondary indexes once its rows are in. A UNIQUE index the rows
+    violate is created as a plain index; one DuckDB refuses outright is skipped. Either way the
+    report says so and every row stays."""
+    notes: list[Coercion] = []
+    for index in table.indexes:
+        columns = ", ".join(quote_ident(c) for c in index.columns)
+        target = f"{quote_ident(index.name)} ON {quote_ident(table.name)} ({columns})"
+        where = ", ".join(index.columns)
+        if index.unique:
+            try:
+                conn.execute(f"CREATE UNIQUE INDEX {target}")
+                continue
+            except duckdb.ConstraintException:
+                shared = _duplicates(conn, table, index.columns)
+                notes.append(Coercion(
+                    table.name, where, f"UNIQUE index {index.name!r} created as a plain index: "
+                    f"{shared} rows share a key with another row", shared or 1))
+            except duckdb.Error as exc:
+                notes.append(Coercion(table.name, where, f"index {index.name!r} not created: "
+                                      f"{str(exc).splitlines()[0]}"))
+                continue
+        try:
+            conn.execute(f"CREATE INDEX {target}")
+        except duckdb.Error as exc:
+            notes.append(Coercion(table.name, where, f"index {index.name!r} not created: "
+                                  f"{str(exc).splitlines()[0]}"))
+    return notes
+
+
+def copy_views(conn: duckdb.DuckDBPyConnection, source: Backend, *,
+               replace: bool) -> list[Coercion]:
+    """Recreate the source's views, their SQL translated by sqlglot; a view that cannot be
+    translated or created is reported, not fatal. Views are retried until no more succeed, so
+    one defined on another is created after it."""
+    views = getattr(source, "views", None)
+    pending = list(views()) if callable(views) else []
+    failures: dict[str, str] = {}
+    while pending:
+        remaining = []
+        for name, sql in pending:
+            try:
+                (translated,) = sqlglot.transpile(sql, read=source.dialect, write="duckdb")
+                if replace:
+                    conn.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+                conn.execute(translated)
+            except (sqlglot.errors.SqlglotError, duckdb.Error, ValueError) as exc:
+                failures[name] = str(exc).splitlines()[0]
+                remaining.append((name, sql))
+        if len(remaining) == len(pending):
+            break
+        pending = remaining
+    return [Coercion(name, "", f"view not created in DuckDB: {failures[name]}", 1)
+            for name, _ in pending]
+
+
+def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
+                replace: bool, names: NameMode = "exact") -> tuple[dict[str, int], list[Coercion]]:
+    """Create and fill every source table in ``conn``; row counts and coercions."""
+    source_tables = source.tables()
+    notes: list[Coercion] = []
+    counts: dict[str, int] = {}
+    for origin, table in zip(source_tables, rename_tables(source_tables, names), strict=True):
+        try:
+            if replace:
+                conn.execute(f"DROP TABLE IF EXISTS {quote_ident(table.name)}")
+            conn.execute(create_table_sql(table))
+            # rows are read by the source's names and inserted by position
+            counts[table.name] = _insert_rows(conn, source, origin, into=table.name)
+        except duckdb.Error as exc:
+            raise LoadError(f"cannot load table {table.name!r} into DuckDB: {exc}") from exc
+        if table.row_count is not None and counts[table.name] != table.row_count:
+            raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows "
+                            f"but {counts[table.name]} arrived")
+        dropped = _add_primary_key(conn, table)
+        if dropped is not None:
+            notes.append(dropped)
+        notes.extend(_add_indexes(conn, table))
+    notes.extend(copy_views(conn, source, replace=replace))
+    # Asked last: reading the rows may have found more (text that was not valid UTF-8).
+    return counts, source_coercions(source) + notes
+
+
+def _refuse_if_open_here(path: Path, config: dict[str, Any]) -> None:
+    """DuckDB shares one database instance per file within a process: a connection opened after
+    the file is replaced would still see the old data while an older connection lives. Opening
+    the file for writing fails exactly when such a connection exists, so try it first."""
+    if not path.exists():
+        return
+    try:
+        duckdb.connect(str(path), config=dict(config)).close()
+    except duckdb.ConnectionException as exc:
+        if "different configuration" in str(exc):
+            raise LoadError(
+                f"{str(path)!r} is open in this process; close its connections before reloading "
+                f"it (DuckDB would keep serving the old data to new connections)") from exc
+    except duckdb.Error:
+        pass  # another process's lock or an unreadable old file: replacing it is still safe
+
+
+def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str | None,
+                     replace: bool, names: str = "exact") -> LoadReport:
+    """The DuckDB side of ``polysql.load``; the caller holds ``target``'s lock."""
+    if target.read_only:
+        raise LoadError(f"{target!r} was opened read-only; connect with read_only=False to load")
+    mode = check_mode(names)
+    fingerprint = fingerprint or source.fingerprint()
+    if mode != "exact":  # a copy under other names is a different copy: never skip into it
+        fingerprint = f"{fingerprint}+names={mode}"
+    origin = source_name(source)
+    path = target.path
+
+    def build() -> LoadReport:
+        if path is None:
+            counts, coercions = copy_tables(target._connection(), source, replace=replace,
+                                            names=mode)
+            return LoadReport(origin, source_name(target), fingerprint, tables=counts,
+                              coercions=coercions)
+        target._release()  # nothing may hold the old file while it is replaced
+        _refuse_if_open_here(path, target._config)
+        with atomic_build(path, _COMPANIONS) as temporary:
+            conn = duckdb.connect(str(temporary), config=dict(target._config))
+            try:
+                counts, coercions = copy_tables(conn, source, replace=False, names=mode)
+                conn.execute("CHECKPOINT")
+            finally:
+                conn.close()
+        return LoadReport(origin, source_name(target), fingerprint, tables=counts,
+                          coercions=coercions)
+
+    return load_file_once(path, origin=origin, fingerprint=fingerprint, replace=replace,
+                          build=build, engine="duckdb", engine_version=duckdb.__version__)

@@ -1,0 +1,213 @@
+"""Load a source database into MySQL/MariaDB: fingerprinted, idempotent and atomic.
+
+The whole copy is built in a staging database (``polysql_stage_<hash>``). Only when every table
+is in does one ``RENAME TABLE`` statement -- atomic on both servers -- move the old tables out
+(to ``polysql_old_<hash>``, dropped afterwards) and the new ones in. A crash mid-load leaves the
+evaluation database as it was plus a staging database that the next load removes. The source
+fingerprint, load settings and report are recorded in ``polysql_meta``, outside the evaluation
+database; an unchanged source with unchanged settings is not loaded again. A named server lock
+keeps two processes from loading the same database at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import pymysql
+
+from polysql.backends._common.load_files import source_coercions, source_name
+from polysql.backends.mysql.connect import Login
+from polysql.backends.mysql.load_copy import add_foreign_keys, copy_table, plan_tables
+from polysql.backends.mysql.load_index import add_indexes
+from polysql.backends.mysql.setup import (
+    PENDING,
+    LoadRecord,
+    admin_session,
+    database_tables,
+    delete_record,
+    drop_reader,
+    ensure_meta,
+    ensure_reader,
+    load_lock,
+    new_password,
+    quote_ident,
+    read_record,
+    reader_name,
+    resolve_collation,
+    write_record,
+)
+from polysql.core.errors import LoadError
+from polysql.core.naming import NameMode, check_mode
+from polysql.core.schema import Coercion, LoadReport
+
+if TYPE_CHECKING:
+    from polysql.backends.base import Backend
+
+# 2: secondary indexes are carried; databases loaded without them are reloaded once.
+SETTINGS_FORMAT = 2
+STAGE_PREFIX = "polysql_stage_"
+OLD_PREFIX = "polysql_old_"
+_AUX_HASH_DIGITS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    """Choices that shape the loaded database; a change in any of them forces a reload."""
+
+    names: NameMode
+    collation: str | None  # None: the server's default utf8mb4 collation
+    reader_host: str
+
+    @classmethod
+    def create(cls, *, names: str, collation: str | None, reader_host: str) -> LoadSettings:
+        return cls(check_mode(names), collation, reader_host)
+
+
+def auxiliary_name(prefix: str, database: str) -> str:
+    return prefix + hashlib.sha256(database.encode("utf-8")).hexdigest()[:_AUX_HASH_DIGITS]
+
+
+def _skipped(record: LoadRecord, origin: str) -> LoadReport:
+    report = record.report
+    return LoadReport(source=origin, target=str(report.get("target", record.database)),
+                      fingerprint=record.fingerprint, skipped=True,
+                      tables=dict(report.get("tables", {})),
+                      coercions=[Coercion(**c) for c in report.get("coercions", [])])
+
+
+def load_into_mysql(login: Login, database: str, source: Backend, settings: LoadSettings, *,
+                    fingerprint: str | None, replace: bool, engine_version: str,
+                    target_name: str) -> LoadReport:
+    started = time.perf_counter()
+    fingerprint = fingerprint or source.fingerprint()
+    origin = source_name(source)
+    with admin_session(login) as conn, load_lock(conn, database):
+        ensure_meta(conn)
+        collation = resolve_collation(conn, settings.collation)
+        recorded_settings = {"format": SETTINGS_FORMAT, "names": settings.names,
+                             "collation": collation}
+        record = read_record(conn, database)
+        existing = database_tables(conn, database)
+        if (not replace and record is not None and existing is not None
+                and record.fingerprint == fingerprint and record.settings == recorded_settings
+                and record.reader_host == settings.reader_host):
+            ensure_reader(conn, database, record.reader_user, record.reader_host,
+                          record.reader_password)
+            return _skipped(record, origin)
+        if record is None and existing and not replace:
+            raise LoadError(
+                f"database {database!r} already holds tables polysql did not load; pass "
+                f"replace=True to overwrite it, or choose another database name")
+        user = record.reader_user if record else reader_name(database)
+        password = record.reader_password if record else new_password()
+        if record is not None and record.reader_host != settings.reader_host:
+            drop_reader(conn, record.reader_user, record.reader_host)
+        ensure_reader(conn, database, user, settings.reader_host, password)
+
+        def mark_pending() -> None:
+            # Written just before the swap: if we stop between the swap and the final record,
+            # the next load finds a fingerprint that matches nothing and reloads -- and knows
+            # the database as polysql's own, with its reader.
+            pending = LoadRecord(database, PENDING, recorded_settings, {}, user,
+                                 settings.reader_host, password)
+            write_record(conn, pending, engine_version)
+
+        counts, coercions = _build_and_swap(conn, database, source, settings.names, collation,
+                                            before_swap=mark_pending)
+        report = LoadReport(source=origin, target=target_name,
+                            fingerprint=fingerprint, tables=counts, coercions=coercions,
+                            elapsed=time.perf_counter() - started)
+        write_record(conn, LoadRecord(database, fingerprint, recorded_settings,
+                                      _report_dict(report), user, settings.reader_host,
+                                      password), engine_version)
+        return report
+
+
+def _report_dict(report: LoadReport) -> dict[str, Any]:
+    return {"target": report.target, "tables": report.tables,
+            "coercions": [asdict(c) for c in report.coercions],
+            "elapsed": round(report.elapsed, 3)}
+
+
+def _build_and_swap(conn: pymysql.connections.Connection, database: str, source: Backend,
+                    names: NameMode, collation: str, *, before_swap: Callable[[], None],
+                    ) -> tuple[dict[str, int], list[Coercion]]:
+    stage = auxiliary_name(STAGE_PREFIX, database)
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(stage)}")  # a crashed load's leftovers
+        cur.execute(f"CREATE DATABASE {quote_ident(stage)} CHARACTER SET utf8mb4 "
+                    f"COLLATE {collation}")
+    try:
+        plans = plan_tables(source.tables(), names)
+        renamed = {p.source.name: p for p in plans}
+        copied: list[Coercion] = []
+        for plan in plans:
+            try:
+                copied.extend(copy_table(conn, stage, plan, source, collation))
+            except pymysql.err.MySQLError as exc:
+                raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
+                                f"{exc}") from exc
+        # Asked after the copy: reading the rows can find more (text that was not UTF-8,
+        # integers a float column could only hold approximately).
+        coercions = [_renamed(c, renamed) for c in source_coercions(source)] + copied
+        coercions.extend(add_indexes(conn, stage, plans, names, collation))
+        coercions.extend(add_foreign_keys(conn, stage, plans))
+        before_swap()
+        _swap(conn, database, stage, [p.name for p in plans], collation)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(stage)}")
+    return {p.name: p.rows for p in plans}, coercions
+
+
+def _renamed(coercion: Coercion, plans: dict[str, Any]) -> Coercion:
+    """A source coercion in the loaded database's names."""
+    plan = plans.get(coercion.table)
+    if plan is None:
+        return coercion
+    return Coercion(plan.name, plan.columns.get(coercion.column, coercion.column),
+                    coercion.message, coercion.count)
+
+
+def _swap(conn: pymysql.connections.Connection, database: str, stage: str, tables: list[str],
+          collation: str) -> None:
+    """Replace ``database``'s tables with ``stage``'s in one atomic RENAME TABLE."""
+    old = auxiliary_name(OLD_PREFIX, database)
+    target = quote_ident(database)
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {target} CHARACTER SET utf8mb4 "
+                    f"COLLATE {collation}")
+        cur.execute(f"ALTER DATABASE {target} CHARACTER SET utf8mb4 COLLATE {collation}")
+        cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(old)}")
+        cur.execute(f"CREATE DATABASE {quote_ident(old)}")
+        try:
+            current = database_tables(conn, database) or []
+            moves = [f"{target}.{quote_ident(t)} TO {quote_ident(old)}.{quote_ident(t)}"
+                     for t in current]
+            moves += [f"{quote_ident(stage)}.{quote_ident(t)} TO {target}.{quote_ident(t)}"
+                      for t in tables]
+            if moves:
+                try:
+                    cur.execute("RENAME TABLE " + ", ".join(moves))
+                except pymysql.err.MySQLError as exc:
+                    raise LoadError(f"cannot swap the new tables into {database!r} (the old ones "
+                                    f"are untouched): {exc}") from exc
+        finally:
+            cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(old)}")
+
+
+def drop_loaded_database(login: Login, database: str) -> None:
+    """Remove ``database``, its staging leftovers, its reader and its record."""
+    with admin_session(login) as conn:
+        record = read_record(conn, database)
+        with conn.cursor() as cur:
+            for name in (database, auxiliary_name(STAGE_PREFIX, database),
+                         auxiliary_name(OLD_PREFIX, database)):
+                cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)}")
+        if record is not None:
+            drop_reader(conn, record.reader_user, record.reader_host)
+            delete_record(conn, database)

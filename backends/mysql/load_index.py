@@ -1,0 +1,139 @@
+"""Secondary indexes and UNIQUE constraints of a load source, created in MySQL/MariaDB after the
+rows are in.
+
+Indexed text columns were sized as VARCHAR before the table was created (see
+``load_copy.plan_tables``); a column whose values are too long for an index key gets a prefix
+index instead. MySQL compares keys under the table's collation (case- and often
+accent-insensitive, trailing spaces ignored), so rows SQLite kept apart may collide: a UNIQUE
+index the rows violate -- or one that only fits as a prefix index, where uniqueness of the prefix
+is not uniqueness of the value -- is created as a plain index and the report says why. An index
+MySQL refuses is skipped and reported. Rows are never dropped.
+"""
+
+from __future__ import annotations
+
+import pymysql
+
+from polysql.backends.mysql.load_copy import MAX_IDENTIFIER, TablePlan
+from polysql.backends.mysql.setup import quote_ident
+from polysql.backends.mysql.types import BYTES_PER_CHAR, MAX_KEY_BYTES
+from polysql.core.naming import NameMode, convert
+from polysql.core.schema import Coercion, Index
+
+# Longest prefix (in characters, or bytes for binary columns) given to a column too long to index
+# whole: a few hundred characters tell almost all real values apart.
+MAX_PREFIX = 255
+_DUPLICATE_KEY_NAME = 1061
+_DUPLICATE_ENTRY = 1062
+
+
+def _parts(plan: TablePlan, index: Index) -> tuple[list[str], bool] | str:
+    """The key parts of ``index`` (quoted target column, with a prefix length where needed) and
+    whether any part is a prefix; or why MySQL cannot index these columns."""
+    positions = {c.name: i for i, c in enumerate(plan.source.columns)}
+    missing = [c for c in index.columns if c not in positions]
+    if missing:
+        return f"it names column(s) {', '.join(missing)} that the table does not have"
+    physical = [plan.physical[positions[c]] for c in index.columns]
+    whole = sum(p.key_bytes for p in physical if p.indexable)
+    long_columns = sum(1 for p in physical if not p.indexable)
+    budget = MAX_KEY_BYTES - whole
+    if budget <= 0 or (long_columns and budget // long_columns < BYTES_PER_CHAR):
+        return (f"its columns need more than MySQL's {MAX_KEY_BYTES} bytes per index entry")
+    parts = []
+    for column, p in zip(index.columns, physical, strict=True):
+        name = quote_ident(plan.target(column))
+        if p.indexable:
+            parts.append(name)
+            continue
+        per_column = budget // long_columns
+        text = "BLOB" not in p.sql
+        prefix = min(MAX_PREFIX, per_column // BYTES_PER_CHAR if text else per_column)
+        parts.append(f"{name}({prefix})")
+    return parts, long_columns > 0
+
+
+def _statement(database: str, plan: TablePlan, name: str | None, parts: list[str], *,
+               unique: bool) -> str:
+    label = f" {quote_ident(name)}" if name else ""
+    return (f"ALTER TABLE {quote_ident(database)}.{quote_ident(plan.name)} "
+            f"ADD {'UNIQUE ' if unique else ''}INDEX{label} ({', '.join(parts)})")
+
+
+def _error(exc: pymysql.err.MySQLError) -> tuple[int, str]:
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    return code, str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+
+
+def _create(conn: pymysql.connections.Connection, database: str, plan: TablePlan, name: str,
+            parts: list[str], *, unique: bool) -> None:
+    """Create the index under ``name``, or under a name MySQL picks when ``name`` cannot be
+    used (too long, or already the name of another key of the table)."""
+    usable = 0 < len(name) <= MAX_IDENTIFIER and name == name.rstrip(" ")
+    with conn.cursor() as cur:
+        try:
+            cur.execute(_statement(database, plan, name if usable else None, parts,
+                                   unique=unique))
+        except pymysql.err.MySQLError as exc:
+            if not usable or _error(exc)[0] != _DUPLICATE_KEY_NAME:
+                raise
+            cur.execute(_statement(database, plan, None, parts, unique=unique))
+
+
+def _shared_keys(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+                 index: Index) -> int:
+    """Rows sharing their key (all columns set) with another row, as MySQL compares keys."""
+    columns = [quote_ident(plan.target(c)) for c in index.columns]
+    present = " AND ".join(f"{c} IS NOT NULL" for c in columns)
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM "
+                    f"{quote_ident(database)}.{quote_ident(plan.name)} WHERE {present} "
+                    f"GROUP BY {', '.join(columns)} HAVING count(*) > 1) AS d")
+        row = cur.fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+def add_index(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+              index: Index, name: str, collation: str) -> Coercion | None:
+    """Create one index; what was changed or skipped, if anything."""
+    where = ", ".join(plan.target(c) for c in index.columns)
+    shape = _parts(plan, index)
+    if isinstance(shape, str):
+        return Coercion(plan.name, where, f"index {index.name!r} not created: {shape}")
+    parts, prefixed = shape
+    note = None
+    if index.unique and prefixed:
+        note = Coercion(plan.name, where, (
+            f"UNIQUE index {index.name!r} created as a plain index: its text is too long for a "
+            f"MySQL key, and a unique prefix would refuse distinct values"))
+    elif index.unique:
+        try:
+            _create(conn, database, plan, name, parts, unique=True)
+            return None
+        except pymysql.err.MySQLError as exc:
+            code, message = _error(exc)
+            if code != _DUPLICATE_ENTRY:
+                return Coercion(plan.name, where, f"index {index.name!r} not created: MySQL "
+                                                  f"refused it ({message})")
+        shared = _shared_keys(conn, database, plan, index)
+        note = Coercion(plan.name, where, (
+            f"UNIQUE index {index.name!r} created as a plain index: {shared} rows share a key "
+            f"with another row as MySQL compares keys (collation {collation})"), shared or 1)
+    try:
+        _create(conn, database, plan, name, parts, unique=False)
+    except pymysql.err.MySQLError as exc:
+        return Coercion(plan.name, where, f"index {index.name!r} not created: MySQL refused it "
+                                          f"({_error(exc)[1]})")
+    return note
+
+
+def add_indexes(conn: pymysql.connections.Connection, database: str, plans: list[TablePlan],
+                names: NameMode, collation: str) -> list[Coercion]:
+    """Every source index of every table (tables already created and filled)."""
+    notes = []
+    for plan in plans:
+        for index in plan.source.indexes:
+            note = add_index(conn, database, plan, index, convert(index.name, names), collation)
+            if note is not None:
+                notes.append(note)
+    return notes

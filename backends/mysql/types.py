@@ -1,0 +1,167 @@
+"""Logical column types (polysql.core.schema) as MySQL/MariaDB physical types, and back.
+
+Text is ``utf8mb4`` throughout. A text column that is part of a key must have a length to be
+indexed, so it becomes ``VARCHAR(n)`` with ``n`` its longest value; other text columns become the
+smallest of TEXT/MEDIUMTEXT/LONGTEXT that holds their longest value. Blobs follow the same rule
+(``VARBINARY(n)`` when keyed, else LONGBLOB). Trailing spaces are kept: neither VARCHAR nor TEXT
+strips them (only CHAR would).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from polysql.core.schema import ColumnType
+
+# InnoDB (DYNAMIC/COMPRESSED rows, the default on MySQL 8 and MariaDB 10.3+) indexes at most
+# 3072 bytes per key; utf8mb4 reserves 4 bytes per character.
+MAX_KEY_BYTES = 3072
+BYTES_PER_CHAR = 4
+MAX_DECIMAL_PRECISION = 65
+MAX_DECIMAL_SCALE = 30
+# An empty keyed text column has no longest value to size it by.
+EMPTY_KEY_LENGTH = 255
+_TEXT_SIZES = ((65_535, "TEXT"), (16_777_215, "MEDIUMTEXT"))
+_FIXED = {"boolean": "BOOLEAN", "integer": "BIGINT", "float": "DOUBLE", "date": "DATE",
+          "timestamp": "DATETIME(6)"}
+# Bytes an index entry takes for each fixed-width kind (for the 3072-byte key limit).
+_KEY_BYTES = {"boolean": 1, "integer": 8, "float": 8, "date": 3, "timestamp": 8}
+
+
+@dataclass(slots=True)
+class ColumnStats:
+    """What the data says about one column, gathered before its table is created."""
+
+    max_chars: int = 0  # text: longest value in characters
+    max_bytes: int = 0  # text/blob: longest value in bytes
+    non_finite: int = 0  # float: NaN/Infinity values, which MySQL cannot store
+
+    def update(self, array: pa.Array, kind: str) -> None:
+        if kind == "text":
+            self.max_chars = max(self.max_chars, _max(pc.utf8_length(array)))
+            self.max_bytes = max(self.max_bytes, _max(pc.binary_length(array)))
+        elif kind == "blob":
+            self.max_bytes = max(self.max_bytes, _max(pc.binary_length(array)))
+        elif kind == "float":
+            finite = pc.is_finite(array)
+            self.non_finite += int(pc.sum(pc.invert(finite)).as_py() or 0)
+
+
+def _max(lengths: pa.Array) -> int:
+    value = pc.max(lengths).as_py()
+    return int(value or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Physical:
+    """The column type a logical type becomes, and what that choice costs."""
+
+    sql: str
+    indexable: bool  # may be part of a key
+    key_bytes: int  # bytes per index entry (for the key length limit)
+    note: str | None = None  # why a value or the column changed, for the load report
+
+
+def physical_type(column_type: ColumnType, stats: ColumnStats, *, keyed: bool) -> Physical:
+    kind = column_type.kind
+    if kind in _FIXED:
+        return Physical(_FIXED[kind], True, _KEY_BYTES[kind])
+    if kind == "decimal":
+        return _decimal(column_type)
+    if kind == "text":
+        if keyed and stats.max_chars * BYTES_PER_CHAR <= MAX_KEY_BYTES:
+            length = stats.max_chars or EMPTY_KEY_LENGTH
+            return Physical(f"VARCHAR({length})", True, length * BYTES_PER_CHAR)
+        return Physical(_text_type(stats.max_bytes), False, 0)
+    if kind == "blob":
+        if keyed and stats.max_bytes <= MAX_KEY_BYTES:
+            length = stats.max_bytes or EMPTY_KEY_LENGTH
+            return Physical(f"VARBINARY({length})", True, length)
+        return Physical("LONGBLOB", False, 0)
+    raise ValueError(f"no MySQL type for logical type {column_type}")
+
+
+def _text_type(max_bytes: int) -> str:
+    for limit, name in _TEXT_SIZES:
+        if max_bytes <= limit:
+            return name
+    return "LONGTEXT"
+
+
+def _decimal(column_type: ColumnType) -> Physical:
+    precision = column_type.precision or 18
+    scale = column_type.scale or 0
+    if scale > MAX_DECIMAL_SCALE or precision > MAX_DECIMAL_PRECISION:
+        return Physical("DOUBLE", True, 8, note=(
+            f"decimal({precision},{scale}) exceeds MySQL's DECIMAL limits (precision 65, scale "
+            f"30); column loaded as DOUBLE, values rounded to about 16 significant digits"))
+    # DECIMAL stores 9 digits in 4 bytes, on each side of the point.
+    size = 4 * (-(-(precision - scale) // 9) + -(-scale // 9))
+    return Physical(f"DECIMAL({precision},{scale})", True, size)
+
+
+# -- values as SQL literals ------------------------------------------------------------------
+
+def _quoted(strings: pa.Array) -> pa.Array:
+    # The loading session runs with NO_BACKSLASH_ESCAPES, so a quote is the only character a
+    # string literal needs escaped; every other byte (backslash, NUL, newline) stands for itself.
+    return pc.binary_join_element_wise("'", pc.replace_substring(strings, "'", "''"), "'", "")
+
+
+def literals(array: pa.Array, kind: str) -> pa.Array:
+    """One column of Arrow values as SQL literal text, NULL included (never a null entry)."""
+    if kind == "integer" or kind == "decimal":
+        text = pc.cast(array, pa.string())
+    elif kind == "float":
+        # NaN/Infinity have no MySQL value; they load as NULL and the load report counts them.
+        text = pc.cast(pc.if_else(pc.is_finite(array), array, None), pa.string())
+    elif kind == "boolean":
+        text = pc.if_else(array, "TRUE", "FALSE")
+    elif kind == "text":
+        text = _quoted(array)
+    elif kind in ("date", "timestamp"):
+        text = _quoted(pc.cast(array, pa.string()))
+    elif kind == "blob":
+        text = pa.array([None if v is None else f"X'{v.hex()}'" for v in array.to_pylist()],
+                        pa.string())
+    else:
+        raise ValueError(f"no literal form for logical type {kind!r}")
+    return pc.fill_null(text, "NULL")
+
+
+def row_literals(batch: pa.RecordBatch, kinds: list[str]) -> list[str]:
+    """Each row of ``batch`` as ``(v1,v2,...)`` text for a multi-row INSERT."""
+    columns = [literals(batch.column(i), kind) for i, kind in enumerate(kinds)]
+    joined = pc.binary_join_element_wise(*columns, ",") if len(columns) > 1 else columns[0]
+    return pc.binary_join_element_wise("(", joined, ")", "").to_pylist()
+
+
+# -- physical types back to logical ---------------------------------------------------------
+
+_INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bit"}
+_FLOATS = {"float", "double", "real", "double precision"}
+_BLOBS = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def logical_type(data_type: str, column_type: str, precision: int | None,
+                 scale: int | None) -> ColumnType:
+    """The logical type of a column as information_schema describes it."""
+    data_type = data_type.lower()
+    if data_type == "tinyint" and column_type.lower().startswith("tinyint(1)"):
+        return ColumnType("boolean")  # BOOLEAN is stored as TINYINT(1)
+    if data_type in _INTEGERS:
+        return ColumnType("integer")
+    if data_type in ("decimal", "numeric"):
+        return ColumnType("decimal", precision, scale or 0)
+    if data_type in _FLOATS:
+        return ColumnType("float")
+    if data_type in _BLOBS:
+        return ColumnType("blob")
+    if data_type == "date":
+        return ColumnType("date")
+    if data_type in ("datetime", "timestamp"):
+        return ColumnType("timestamp")
+    return ColumnType("text")  # char, varchar, *text, enum, set, json, time, ...

@@ -1,0 +1,95 @@
+"""PostgreSQL connections: URL to libpq parameters, opening, and the evaluation pool.
+
+The pool is the shared one (:mod:`polysql.backends._common.pool`); this module says how a
+PostgreSQL connection is opened, checked and closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import URL
+
+from polysql.backends._common.pool import ConnectionPool
+from polysql.core.errors import ConfigError, EngineUnavailableError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5432
+DEFAULT_USER = "postgres"
+# The database every cluster has; used for server-level work and for server URLs (no database).
+MAINTENANCE_DATABASE = "postgres"
+# Seconds to wait for a connection before calling the server unreachable.
+DEFAULT_CONNECT_TIMEOUT = 5
+APPLICATION_NAME = "polysql"
+
+# URL query keys that polysql reads itself; every other key goes to libpq unchanged.
+_RESERVED_QUERY_KEYS = frozenset({"dbname", "user", "password"})
+
+
+def connection_params(url: URL, *, user: str | None = None, password: str | None = None,
+                      database: str | None = None) -> dict[str, Any]:
+    """libpq keyword parameters for ``url``; ``user``/``password``/``database`` override it.
+
+    Query parameters other than polysql's own (``?sslmode=require``, ``?host=/run/postgresql``)
+    pass through to libpq, so anything libpq supports can be set from the URL.
+    """
+    reserved = _RESERVED_QUERY_KEYS & set(url.query)
+    if reserved:
+        raise ConfigError(
+            f"PostgreSQL URL query sets {', '.join(sorted(reserved))}: put the user, password and "
+            f"database in the URL itself, e.g. postgresql://user:password@host:5432/database")
+    params: dict[str, Any] = {
+        "host": url.host or DEFAULT_HOST,
+        "port": url.port or DEFAULT_PORT,
+        "user": user or url.username or DEFAULT_USER,
+        "dbname": database or url.database or MAINTENANCE_DATABASE,
+        "connect_timeout": DEFAULT_CONNECT_TIMEOUT,
+        "application_name": APPLICATION_NAME,
+    }
+    chosen_password = password if user is not None else (password or url.password)
+    if chosen_password:
+        params["password"] = chosen_password
+    for key, value in url.query.items():
+        params[key] = value if isinstance(value, str) else value[-1]
+    return params
+
+
+def describe(params: dict[str, Any]) -> str:
+    """``user@host:port/dbname`` for messages (never the password)."""
+    return f"{params['user']}@{params['host']}:{params['port']}/{params['dbname']}"
+
+
+def open_connection(params: dict[str, Any], *, autocommit: bool = True) -> psycopg.Connection:
+    """A new connection, or EngineUnavailableError saying which server refused and why."""
+    try:
+        # prepare_threshold=None: never prepare statements server-side behind our back; evaluated
+        # SQL is run once, and a pooled session must carry nothing from one query to the next.
+        return psycopg.connect(autocommit=autocommit, prepare_threshold=None, **params)
+    except psycopg.Error as exc:
+        raise EngineUnavailableError(
+            f"cannot connect to PostgreSQL as {describe(params)}: "
+            f"{str(exc).strip() or type(exc).__name__}") from exc
+
+
+def usable(conn: psycopg.Connection) -> bool:
+    """A connection fit to run the next statement: open, not broken, not inside a transaction
+    (evaluation rolls every statement back; one left open means its state is unknown)."""
+    return (not conn.closed and not conn.broken
+            and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+
+
+def connection_pool(open_one: Callable[[], psycopg.Connection],
+                    size: int) -> ConnectionPool[psycopg.Connection]:
+    """The pool an evaluation backend draws its connections from (see
+    :mod:`polysql.backends._common.pool`); ``open_one`` opens and checks one connection."""
+    return ConnectionPool(open_one, _quietly_close, size=size, engine="PostgreSQL",
+                          usable=usable)
+
+
+def _quietly_close(conn: psycopg.Connection) -> None:
+    # the connection is being thrown away; a failure to say goodbye changes nothing
+    with contextlib.suppress(psycopg.Error):
+        conn.close()

@@ -1,0 +1,191 @@
+"""Spark sessions: one driver per process, one isolated session per backend.
+
+A process can host only one SparkContext (one JVM driver), so every embedded or standalone
+backend of this process shares one root session, created on first use and kept for the life of
+the process (starting a JVM takes seconds). Each backend works in its own ``newSession()`` of it:
+its own current database, temporary views, SQL settings and function registry, while the
+context, the executors and the catalog are shared.
+
+Spark Connect backends each open their own session on the server; nothing is shared locally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import warnings
+from typing import Any
+
+from polysql.backends.spark.connect_url import SparkTarget
+from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
+
+# Functions that call arbitrary static Java methods in the driver and executors; removed from
+# every evaluation session (classic), refused by the statement screen everywhere.
+REFLECTION_FUNCTIONS = ("reflect", "java_method", "try_reflect")
+
+# Seconds to wait for a Spark Connect server to accept a connection.
+_PROBE_TIMEOUT = 5.0
+
+_lock = threading.Lock()
+_root: Any = None  # the process's root SparkSession (classic)
+_root_master: str | None = None
+
+# PySpark logs every failed statement at ERROR level with the full JVM stack; evaluated SQL
+# fails routinely and the failure is returned in the Result, so those logs are only noise.
+for _name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL)
+# pyspark checks the pandas version on its Arrow paths and warns about versions it has not been
+# tested with; polysql reads results as Arrow, never through pandas.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                        category=FutureWarning)
+
+
+def _import_pyspark() -> Any:
+    import pyspark.sql
+
+    return pyspark.sql
+
+
+def root_session(target: SparkTarget) -> Any:
+    """The process's root session on ``target.master``, created on first use.
+
+    Any local master reuses a running local context (the first one's thread count wins); a
+    cluster master different from the running one is an error, as one process cannot drive two.
+    """
+    global _root, _root_master
+    with _lock:
+        if _root is not None and _root.sparkContext._jsc is not None:
+            if _same_master(_root_master or "", target.master):
+                return _root
+            raise ConfigError(
+                f"this process already runs a Spark driver on {_root_master!r}; a process can "
+                f"drive only one Spark master, so {target.master!r} needs a separate process")
+        _root, _root_master = _start(target), target.master
+        return _root
+
+
+def _same_master(running: str, wanted: str) -> bool:
+    if running.lower().startswith("local") and wanted.lower().startswith("local"):
+        return True
+    return running == wanted
+
+
+def _start(target: SparkTarget) -> Any:
+    sql = _import_pyspark()
+    assert target.warehouse is not None
+    scratch = target.warehouse / ".spark"
+    scratch.mkdir(parents=True, exist_ok=True)
+    builder = (
+        sql.SparkSession.builder.master(target.master).appName("polysql")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # catalog entries are rebuilt from the warehouse at connect; no Hive metastore, so no
+        # Derby database that only one process at a time could open
+        .config("spark.sql.catalogImplementation", "in-memory")
+        .config("spark.sql.warehouse.dir", str(scratch / "spark-warehouse"))
+        .config("spark.local.dir", str(scratch / "tmp"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch / 'derby'}")
+        .config("spark.sql.shuffle.partitions", str(target.partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    memory = os.environ.get("POLYSQL_SPARK_DRIVER_MEMORY")
+    if memory:
+        builder = builder.config("spark.driver.memory", memory)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # the JVM did not start: no Java, bad master, port in use
+        raise EngineUnavailableError(
+            f"cannot start a Spark driver on {target.master!r}: {_first_line(exc)}") from exc
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _probe(target: SparkTarget) -> None:
+    """Fail fast when nothing listens at the Connect address: the Connect client would retry
+    with growing back-off for minutes before giving up."""
+    address = target.master.removeprefix("sc://").split("/", 1)[0]
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_PROBE_TIMEOUT).close()
+    except OSError as exc:
+        raise EngineUnavailableError(
+            f"no Spark Connect server answers at {address}: {exc}") from exc
+
+
+def connect_session(target: SparkTarget) -> Any:
+    """A new session on the Spark Connect server ``target.master``."""
+    sql = _import_pyspark()
+    _probe(target)
+    try:
+        return sql.SparkSession.builder.remote(target.master).create()
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            f"Spark Connect needs pyspark's connect dependencies (grpcio, grpcio-status, "
+            f"googleapis-common-protos, zstandard, pandas): {exc}") from exc
+    except Exception as exc:
+        raise EngineUnavailableError(
+            f"cannot open a Spark Connect session on {target.master!r}: {_first_line(exc)}") \
+            from exc
+
+
+def new_session(target: SparkTarget) -> Any:
+    """A session of its own for one backend (classic: a child of the root session)."""
+    session = connect_session(target) if target.connect else root_session(target).newSession()
+    configure(session, target)
+    return session
+
+
+def configure(session: Any, target: SparkTarget) -> None:
+    """Session settings every polysql session gets."""
+    try:
+        session.conf.set("spark.sql.shuffle.partitions", str(target.partitions))
+        session.conf.set("spark.sql.session.timeZone", "UTC")
+        if target.ansi is not None:
+            session.conf.set("spark.sql.ansi.enabled", "true" if target.ansi else "false")
+    except Exception as exc:
+        raise EngineUnavailableError(f"cannot configure the Spark session on "
+                                     f"{target.master!r}: {_first_line(exc)}") from exc
+
+
+def lock_down(session: Any, target: SparkTarget) -> None:
+    """Make an evaluation session unable to reach files or Java code through SQL: no
+    ``format.`path``` relations, and (classic) no reflection functions in its registry."""
+    session.conf.set("spark.sql.runSQLOnFiles", "false")
+    if target.connect:
+        return
+    jvm = session._jvm
+    registry = session._jsparkSession.sessionState().functionRegistry()
+    identifier_class = jvm.org.apache.spark.sql.catalyst.FunctionIdentifier
+    for name in REFLECTION_FUNCTIONS:
+        # Spark 4 keys built-ins by system.builtin.<name>, Spark 3.5 by the bare name
+        for identifier in (
+                lambda n=name: identifier_class.apply(n, jvm.scala.Some("builtin"),
+                                                      jvm.scala.Some("system")),
+                lambda n=name: identifier_class.apply(n)):
+            try:
+                registry.dropFunction(identifier())
+            except Exception:  # this Spark version keys its registry the other way
+                continue
+    left = [name for name in REFLECTION_FUNCTIONS if session.catalog.functionExists(name)]
+    if left:
+        raise EngineError(f"cannot remove {', '.join(left)} from the Spark session; refusing to "
+                          f"evaluate SQL that could call Java methods")
+
+
+def ansi_enabled(session: Any) -> bool:
+    return str(session.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+
+
+def close_session(session: Any, target: SparkTarget) -> None:
+    """Release one backend's session (the shared root session stays up)."""
+    if target.connect:
+        with contextlib.suppress(Exception):  # the server may be gone; nothing else to release
+            session.stop()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:500]

@@ -1,0 +1,184 @@
+"""SQLite backend: the source engine of most datasets, and an evaluation engine in its own right.
+
+URLs: ``sqlite:///relative/path.sqlite``, ``sqlite:////absolute/path.sqlite``, ``sqlite://``
+(in-memory). Evaluation connections (``read_only=True``, the default) open the file with
+``mode=ro`` and install an authorizer that refuses writes, ATTACH/DETACH and state-changing
+pragmas; extension loading stays disabled. The timeout is a progress handler that aborts the
+statement once its deadline has passed.
+"""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+from sqlalchemy.engine import URL
+
+from polysql.backends._common.cancel import Flights, cancelled
+from polysql.backends._common.statement_text import refuse_text
+from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
+from polysql.backends.sqlite import INFO
+from polysql.backends.sqlite.connect import database_path, open_connection
+from polysql.backends.sqlite.execute import run_statement
+from polysql.backends.sqlite.introspect import fingerprint, introspect
+from polysql.backends.sqlite.introspect_rows import read_batches
+from polysql.backends.sqlite.load import load_into_sqlite
+from polysql.backends.sqlite.setup import build_from_script
+from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError, LoadError
+from polysql.core.model import Result
+from polysql.core.schema import Coercion, LoadReport, Table
+from polysql.core.urls import parse_url
+
+if TYPE_CHECKING:
+    from polysql.backends.base import SetupScript
+    from polysql.backends.sqlite.introspect import SourceTable
+
+class SQLiteBackend(Backend):
+    """One SQLite database (file or in-memory)."""
+
+    info: ClassVar[EngineInfo] = INFO
+    name: ClassVar[str] = INFO.name
+    dialect: ClassVar[str] = INFO.dialect
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"read_only", "timeout", "load_source", "load_target"})
+    file_suffix: ClassVar[str | None] = ".sqlite"
+
+    def __init__(self, url: URL, *, read_only: bool) -> None:
+        self.url = url
+        self.path = database_path(url)
+        self.read_only = read_only
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+        self._flights = Flights()
+        self._coercions: list[Coercion] | None = None
+        self._introspected: list[SourceTable] | None = None
+
+    @classmethod
+    def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> SQLiteBackend:
+        if options:
+            raise ConfigError(
+                f"unknown option(s) for the sqlite backend: {', '.join(sorted(options))}; "
+                f"supported: read_only")
+        backend = cls(parse_url(url), read_only=read_only)
+        # Open now so a missing file fails here -- except a load target that does not exist yet:
+        # the load creates it, and an empty file must not appear before it does.
+        if read_only or backend.path is None or backend.path.exists():
+            backend._connection()
+        return backend
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection, opened on first use; the caller holds the lock."""
+        if self._closed:
+            raise EngineUnavailableError(f"{self!r} is closed")
+        if self._conn is None:
+            self._conn = open_connection(self.path, read_only=self.read_only)
+        return self._conn
+
+    def _release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
+                max_rows: int = DEFAULT_MAX_ROWS) -> Result:
+        refused = refuse_text(sql, comments=self.info.comments, engine=self.name)
+        if refused is not None:
+            return refused
+        started = time.perf_counter()
+        with self._flights.track() as flight, self._lock:
+            try:
+                conn = self._connection()
+            except EngineUnavailableError as exc:
+                return Result.failed("unavailable", str(exc), engine=self.name)
+            if not flight.arm(conn.interrupt):
+                return cancelled(self.name, time.perf_counter() - started)
+            try:
+                return run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
+                                     flight=flight, engine=self.name)
+            finally:
+                flight.disarm()
+
+    def cancel(self) -> bool:
+        """The timeout's own path: the progress handler stops the statement at its next check,
+        and ``Connection.interrupt`` at once."""
+        return self._flights.cancel()
+
+    def version(self) -> str:
+        return sqlite3.sqlite_version
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._release()
+
+    # -- load source -------------------------------------------------------------------------
+    def tables(self) -> list[Table]:
+        """Every user table, with logical types resolved from declared types and a scan of the
+        stored values; the coercions behind those choices are kept for :meth:`coercions`.
+
+        A read-only connection scans once and remembers the answer (its database cannot change
+        through it), so rendering a schema for every prompt does not rescan large tables.
+        """
+
+        with self._lock:
+            sources: list[SourceTable] | None = self._introspected
+            if sources is None:
+                try:
+                    sources = introspect(self._connection())
+                except sqlite3.Error as exc:
+                    raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+                if self.read_only:
+                    self._introspected = sources
+        self._coercions = [c for source in sources for c in source.coercions]
+        return [copy.deepcopy(source.table) for source in sources]
+
+    def coercions(self) -> list[Coercion]:
+        """Values whose stored form disagreed with the type chosen for them (see ``tables``)."""
+        if self._coercions is None:
+            self.tables()
+        return list(self._coercions or [])
+
+    def views(self) -> list[tuple[str, str]]:
+        """(name, CREATE VIEW text) of every view, in creation order."""
+        with self._lock:
+            rows = self._connection().execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY rowid").fetchall()
+        return [(name, sql) for name, sql in rows]
+
+    def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        with self._lock:
+            conn = self._connection()
+        if self._coercions is None:
+            self._coercions = []
+        # Text repaired while reading is a coercion too; it joins those found by tables().
+        yield from read_batches(conn, table, batch_size=batch_size, lock=self._lock,
+                                on_coercion=self._coercions.append)
+
+    def fingerprint(self) -> str:
+        with self._lock:
+            return fingerprint(self._connection(), self.path)
+
+    # -- load target -------------------------------------------------------------------------
+    def load(self, source: Backend, *, fingerprint: str | None = None,
+             replace: bool = False, names: str = "exact") -> LoadReport:
+        if names != "exact":
+            raise ConfigError(
+                f"a SQLite target is a byte-for-byte copy of its SQLite source; names={names!r} "
+                "applies to DuckDB, PostgreSQL and MySQL targets only")
+        if not isinstance(source, SQLiteBackend):
+            raise LoadError(f"a SQLite target loads only from a SQLite source, not {source!r}")
+        with self._lock:
+            return load_into_sqlite(self, source, fingerprint=fingerprint, replace=replace)
+
+    @classmethod
+    def build_from_script(cls, target: URL, script: SetupScript, **options: Any) -> LoadReport:
+        """See :mod:`polysql.backends.sqlite.setup`."""
+
+        with cls.connect(target, read_only=False, **options) as writer, writer._lock:
+            return build_from_script(writer, script)

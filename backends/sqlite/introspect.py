@@ -1,0 +1,139 @@
+"""What a SQLite database holds, as engine-neutral descriptions with logical types resolved.
+
+Per table: its columns (each type decided by :mod:`polysql.backends.sqlite.types` from the
+declared type and one aggregate scan of the stored values), primary key, foreign keys and the
+indexes that have an engine-neutral form. Tables are scanned on several threads when the database
+is a file; :func:`fingerprint` identifies the content, so loads from it are idempotent. Reading
+the rows themselves is :mod:`polysql.backends.sqlite.introspect_rows`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from polysql.backends._common.fingerprint import ALGORITHM, file_digest
+from polysql.backends.sqlite.types import list_tables, resolve_column, scan_table
+from polysql.core.schema import Coercion, Column, ForeignKey, Index, Table
+
+
+@dataclass(slots=True)
+class SourceTable:
+    """A table as introspected: its engine-neutral description plus the coercions behind it."""
+
+    table: Table
+    coercions: list[Coercion]
+
+
+def introspect_table(conn: sqlite3.Connection, name: str) -> SourceTable:
+    info = conn.execute("SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)",
+                        (name,)).fetchall()
+    # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
+    info = [row for row in info if row[4] != 1]
+    row_count, stats = scan_table(conn, name, [(row[0], row[1] or "") for row in info])
+    columns: list[Column] = []
+    coercions: list[Coercion] = []
+    for (col_name, declared, notnull, _pk, _hidden), col_stats in zip(info, stats, strict=True):
+        decision = resolve_column(name, col_name, declared or "", col_stats)
+        coercions.extend(decision.coercions)
+        columns.append(Column(col_name, decision.type, nullable=not notnull,
+                              declared_type=declared or ""))
+    primary_key = tuple(row[0] for row in sorted((r for r in info if r[3]), key=lambda r: r[3]))
+    indexes, skipped = _indexes(conn, name)
+    return SourceTable(
+        Table(name, columns, primary_key=primary_key, foreign_keys=_foreign_keys(conn, name),
+              row_count=row_count, indexes=indexes),
+        coercions + skipped)
+
+
+def _indexes(conn: sqlite3.Connection, table: str) -> tuple[list[Index], list[Coercion]]:
+    """Secondary indexes and UNIQUE constraints over plain columns, in creation order; the
+    automatic index behind the primary key is the key itself and is left out. Partial and
+    expression indexes have no engine-neutral form: each is reported, not carried."""
+    indexes: list[Index] = []
+    skipped: list[Coercion] = []
+    listed = conn.execute('SELECT name, "unique", origin, partial FROM pragma_index_list(?) '
+                          "ORDER BY seq DESC", (table,)).fetchall()
+    for name, unique, origin, partial in listed:
+        if origin == "pk":
+            continue
+        columns = conn.execute("SELECT cid, name FROM pragma_index_info(?) ORDER BY seqno",
+                               (name,)).fetchall()
+        if partial:
+            why = "it is a partial index (CREATE INDEX ... WHERE)"
+        elif any(cid < 0 or column is None for cid, column in columns):
+            why = "it indexes an expression, not plain columns"
+        else:
+            indexes.append(Index(name, tuple(column for _, column in columns), bool(unique)))
+            continue
+        skipped.append(Coercion(table, name, f"index {name!r} not carried: {why}"))
+    return indexes, skipped
+
+
+def _foreign_keys(conn: sqlite3.Connection, table: str) -> list[ForeignKey]:
+    rows = conn.execute('SELECT id, "from", "table", "to" FROM pragma_foreign_key_list(?) '
+                        "ORDER BY id, seq", (table,)).fetchall()
+    grouped: dict[int, tuple[list[str], str, list[str]]] = {}
+    for fk_id, src, ref_table, ref_col in rows:
+        cols, _, refs = grouped.setdefault(fk_id, ([], ref_table, []))
+        cols.append(src)
+        refs.append(ref_col or "")  # NULL "to" means the referenced table's primary key
+    return [ForeignKey(tuple(c), t, tuple(r)) for c, t, r in grouped.values()]
+
+
+def _database_file(conn: sqlite3.Connection) -> str | None:
+    """The file behind the main database, or None for an in-memory or temporary one."""
+    for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return file or None
+    return None
+
+
+def _scan_in_parallel(path: str, names: list[str], workers: int) -> list[SourceTable]:
+    """Each worker thread scans whole tables through its own read-only connection: the scan
+    runs inside SQLite, which releases the GIL, so tables are measured on several cores."""
+    local = threading.local()
+    opened: list[sqlite3.Connection] = []
+    uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+
+    def scan(name: str) -> SourceTable:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            opened.append(conn)
+            local.conn = conn
+        return introspect_table(conn, name)
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polysql-scan") as pool:
+            return list(pool.map(scan, names))
+    finally:
+        for conn in opened:
+            conn.close()
+
+
+def introspect(conn: sqlite3.Connection) -> list[SourceTable]:
+    """Every user table of the database, logical types resolved."""
+    names = list_tables(conn)
+    path = _database_file(conn)
+    workers = min(len(names), os.cpu_count() or 1)
+    if path is not None and workers > 1:
+        try:
+            return _scan_in_parallel(path, names, workers)
+        except sqlite3.Error:
+            pass  # e.g. the file cannot be opened a second time: scan on this connection
+    return [introspect_table(conn, name) for name in names]
+
+
+def fingerprint(conn: sqlite3.Connection, path: Path | None) -> str:
+    """Digest of a SQLite database: its file plus any write-ahead log not yet checkpointed into
+    it (WAL content is part of the database), or the serialized image of an in-memory one."""
+    if path is None:
+        return f"{ALGORITHM}:{hashlib.sha256(conn.serialize()).hexdigest()}"
+    return file_digest(path, path.with_name(path.name + "-wal"))

@@ -1,0 +1,45 @@
+"""``polysql load`` and ``polysql schema``: copy a database between engines, show what one holds."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from polysql.cli.console import console, stdout
+from polysql.engines.ddl import render_schema
+from polysql.engines.loading import load
+from polysql.engines.registry import connect
+
+
+@click.command("load")
+@click.argument("source_url")
+@click.argument("target_url")
+@click.option("--replace", is_flag=True, help="Reload even if the target already holds this source.")
+@click.option("--names", type=click.Choice(["exact", "lower", "snake"]), default="exact",
+              show_default=True, help="Keep source names exactly, or make them engine-idiomatic.")
+def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> None:
+    """Copy the database at SOURCE_URL into TARGET_URL (idempotent)."""
+    report = load(source_url, target_url, replace=replace, names=names)
+    if report.skipped:
+        stdout.print(f"{escape(target_url)} already holds this source (fingerprint {report.fingerprint[:16]}…); "
+                  "nothing to do (use --replace to reload)")
+        return
+    table = Table(title=f"loaded {source_url} → {target_url} in {report.elapsed:.2f} s")
+    table.add_column("table")
+    table.add_column("rows", justify="right")
+    for name, rows in report.tables.items():
+        table.add_row(name, str(rows))
+    stdout.print(table)
+    for coercion in report.coercions:
+        console.print(f"[yellow]coercion:[/] {escape(f'{coercion.table}.{coercion.column}: {coercion.message}')} "
+                      f"({coercion.count} value(s))", highlight=False)
+
+
+@click.command("schema")
+@click.argument("url")
+@click.option("--sample-rows", default=0, show_default=True, help="Append N example rows per table.")
+def schema_cmd(url: str, sample_rows: int) -> None:
+    """Print the schema held at URL as CREATE TABLE statements in that engine's dialect."""
+    with connect(url) as backend:
+        click.echo(render_schema(backend, sample_rows=sample_rows), nl=False)

@@ -1,0 +1,137 @@
+"""The ``polysql`` command: the group, every command's registration, and the exit codes.
+
+Exit codes (stable, for scripts):
+  0  success (for ``compare``: the results match)
+  1  ``compare`` only: the results differ
+  2  usage or configuration error (bad option, unknown engine or predictor)
+  3  an engine could not be used (not installed, unreachable, load failed)
+  4  a dataset, predictions file or leaderboard bundle is missing, malformed or invalid
+  5  the results folder belongs to another sweep or is unreadable
+  6  the sweep finished with work pending (an engine abandoned, a model unreachable, records set
+     aside because their inputs changed); its summary says INCOMPLETE
+  7  ``compare`` only: the gold query itself failed, so the prediction cannot be judged
+  70 internal error (a bug: please report it with the ``--traceback`` output)
+  130 interrupted (Ctrl-C); re-run the same command to resume
+
+Each command lives in a module of its own (``polysql.cli.<module>``), listed once in
+:data:`COMMANDS`; a command's module is imported only when that command runs or help lists it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from polysql.cli.console import console
+from polysql.core.errors import (
+    BundleError,
+    DatasetError,
+    EngineError,
+    PolysqlError,
+    PredictionFileError,
+    ResultsStoreError,
+)
+from polysql.core.version import __version__
+
+EXIT_MISMATCH = 1
+EXIT_CONFIG = 2
+EXIT_ENGINE = 3
+EXIT_DATA = 4
+EXIT_STORE = 5
+EXIT_INCOMPLETE = 6
+EXIT_INVALID_GOLD = 7
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+#: Every command of ``polysql``: its name -> ``module:attribute`` of its click command or group.
+#: The one place commands are registered. Modules load on first use so that ``polysql compare``
+#: does not pay for the engines, statistics and figures that ``sweep`` or ``report`` import.
+COMMANDS: dict[str, str] = {
+    "sweep": "polysql.cli.sweep:sweep",
+    "report": "polysql.cli.report:report_cmd",
+    "leaderboard": "polysql.cli.leaderboard:leaderboard_group",
+    "rewrite": "polysql.cli.rewrite:rewrite_group",
+    "reward": "polysql.cli.reward:reward_group",
+    "debug": "polysql.cli.debug:debug_group",
+    "compare": "polysql.cli.compare:compare_cmd",
+    "load": "polysql.cli.data:load_cmd",
+    "schema": "polysql.cli.data:schema_cmd",
+    "up": "polysql.cli.up:up_cmd",
+    "engines": "polysql.cli.listing:engines_cmd",
+    "datasets": "polysql.cli.listing:datasets_cmd",
+}
+
+
+def _exit_code(exc: PolysqlError) -> int:
+    if isinstance(exc, EngineError):
+        return EXIT_ENGINE
+    if isinstance(exc, (DatasetError, PredictionFileError, BundleError)):
+        return EXIT_DATA
+    if isinstance(exc, ResultsStoreError):
+        return EXIT_STORE
+    return EXIT_CONFIG
+
+
+def traceback_enabled(ctx: click.Context | None = None) -> bool:
+    """Whether ``--traceback`` was given (to the command of ``ctx``, by default the one running):
+    errors then show their full traceback."""
+    ctx = ctx or click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return bool(root is not None and root.obj and root.obj.get("traceback"))
+
+
+class PolysqlGroup(click.Group):
+    """Finds each command through :data:`COMMANDS`, and turns polysql errors into one clear line
+    and a stable exit code (the traceback with --traceback)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"COMMANDS[{cmd_name!r}] = {target!r} is not a click command")
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PolysqlError as exc:
+            if traceback_enabled(ctx):
+                raise
+            console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            ctx.exit(_exit_code(exc))
+        except KeyboardInterrupt:
+            console.print("interrupted; re-run the same command to resume")
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            if traceback_enabled(ctx):
+                raise
+            console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+                          "(re-run with --traceback for the traceback, and please report it)")
+            ctx.exit(EXIT_INTERNAL)
+
+
+@click.group(cls=PolysqlGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="polysql")
+@click.option("--traceback", "show_traceback", is_flag=True, help="Show full tracebacks on errors.")
+# the flag's first name, kept so existing scripts work; hidden as it reads like the debug command
+@click.option("--debug", "show_traceback_alias", is_flag=True, hidden=True)
+@click.pass_context
+def main(ctx: click.Context, show_traceback: bool, show_traceback_alias: bool) -> None:
+    """Evaluate SQL-producing systems across SQL dialects by dual execution."""
+    ctx.ensure_object(dict)
+    ctx.obj["traceback"] = show_traceback or show_traceback_alias
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,24 @@
+"""Where polysql keeps derived data (loaded engine copies, generated databases, the execution and
+response caches): one root for all of it. Everything there can be deleted and rebuilt."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_ENV = "POLYSQL_CACHE"
+
+
+def cache_root() -> Path:
+    """``$POLYSQL_CACHE`` when set to a non-blank value, else ``~/.cache/polysql``; not created."""
+    configured = os.environ.get(CACHE_ENV, "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "polysql"
+
+
+def cache_dir() -> Path:
+    """:func:`cache_root`, created if missing."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return root

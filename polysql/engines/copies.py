@@ -1,0 +1,224 @@
+"""Evaluation copies: the one way a task gets a database on an engine to evaluate SQL against.
+
+The sweep, ``polysql rewrite``, the reward environment and the debug evaluation all get their
+databases here. A copy is built from one of two sources:
+
+* a source database (a dataset's SQLite file, by URL): copied with :func:`polysql.load`;
+* a :class:`~polysql.backends.base.SetupScript` (a rewrite case's ``setup_sql``): run into a fresh
+  database by the engine's own :meth:`~polysql.backends.base.Backend.build_from_script`.
+
+Either way the copy lives where the engine's ``Backend.evaluation_url`` puts it (a file under the
+cache, a database on the server), is rebuilt only when its fingerprint changed (the source's
+content digest, the script's sha256: both recorded by the engine, outside the copy), and is opened
+read-only, so evaluated SQL reaches it through nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import URL
+
+from polysql.backends.base import Backend, SetupScript
+from polysql.core import paths
+from polysql.core.errors import EngineUnavailableError
+from polysql.core.schema import LoadReport
+from polysql.engines.loading import load
+from polysql.engines.registry import alias_url, backend_class, parse_url
+
+__all__ = ["Built", "EvaluationCopies", "EvaluationCopy", "Source", "build_copy", "copy_url",
+           "engine_name", "engine_url", "open_copy"]
+
+#: what a copy is built from: the URL of a source database, or a setup script
+Source = str | SetupScript
+
+
+def engine_url(engine: str | URL) -> URL:
+    """The base URL of an engine given as a URL or a short name (``duckdb``, ``postgres``)."""
+    if isinstance(engine, URL):
+        return engine
+    text = engine.strip()
+    return parse_url(text if "://" in text else alias_url(text))
+
+
+def engine_name(backend: type[Backend], url: URL) -> str:
+    """The engine's name in results: the backend's, marked when an emulator stands in for the
+    real service (an emulator's results must never pass for the real service's)."""
+    return f"{backend.name}-emulated" if backend.is_emulated(url) else backend.name
+
+
+def copy_url(engine: str | URL, *, dataset: str, db_id: str, cache_dir: Path | None = None) -> URL:
+    """Where ``engine`` keeps its copy of ``dataset``/``db_id`` (``cache_dir``: polysql's cache
+    unless given)."""
+    base = engine_url(engine)
+    return backend_class(base).evaluation_url(base, dataset=dataset, db_id=db_id,
+                                              cache_dir=cache_dir or paths.cache_dir())
+
+
+def _client_failed(backend: type[Backend], exc: ImportError) -> EngineUnavailableError:
+    """A client library that is installed but fails to import when first used (as some import
+    theirs only when a session starts) makes the engine unavailable, like a missing one."""
+    extra = backend.info.extra or backend.name
+    return EngineUnavailableError(
+        f"engine {backend.name!r} unavailable: its client library cannot be imported ({exc}); "
+        f"install it with pip install 'polysql[{extra}]'")
+
+
+def _ours(exc: ImportError) -> bool:
+    """polysql's own module failed to import: a bug, never reported as a missing client."""
+    return (exc.name or "").split(".")[0] == "polysql"
+
+
+@dataclass(slots=True)
+class EvaluationCopy:
+    """A copy open read-only for evaluation. Close it (or use ``with``) when done."""
+
+    engine: str  # the engine's name in results (see engine_name)
+    url: URL  # where the copy lives (with the administrator's login on server engines)
+    backend: Backend  # read-only: the only way evaluated SQL reaches the copy
+    report: LoadReport  # what building it did; ``report.skipped`` when it was there already
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> EvaluationCopy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A copy that is built (or was already there), not opened yet."""
+
+    backend: type[Backend]
+    engine: str
+    url: URL
+    report: LoadReport
+
+    def open(self, **options: Any) -> EvaluationCopy:
+        """Open the copy read-only; ``options`` go to the backend's ``connect``."""
+        try:
+            backend = self.backend.connect(self.url, read_only=True, **options)
+        except ImportError as exc:
+            if _ours(exc):
+                raise
+            raise _client_failed(self.backend, exc) from exc
+        return EvaluationCopy(self.engine, self.url, backend, self.report)
+
+
+def build_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
+               cache_dir: Path | None = None, **options: Any) -> Built:
+    """Build ``engine``'s copy of ``dataset``/``db_id`` from ``source``, unless the copy there was
+    built from the same fingerprint. ``options`` go to the backend's ``connect`` (the build's
+    writable connection, e.g. ``reader_role`` for PostgreSQL).
+
+    Raises :class:`EngineUnavailableError` when the engine cannot be used here at all (client
+    library missing, server unreachable); a source or script that cannot be built raises its
+    engine's error (:class:`LoadError` naming a failing statement, :class:`ConfigError` for an
+    engine that cannot build from scripts).
+    """
+    base = engine_url(engine)
+    backend = backend_class(base)
+    target = backend.evaluation_url(base, dataset=dataset, db_id=db_id,
+                                    cache_dir=cache_dir or paths.cache_dir())
+    try:
+        if isinstance(source, SetupScript):
+            report = backend.build_from_script(target, source, **options)
+        else:
+            report = load(source, target.render_as_string(hide_password=False), **options)
+    except ImportError as exc:
+        if _ours(exc):
+            raise
+        raise _client_failed(backend, exc) from exc
+    return Built(backend, engine_name(backend, base), target, report)
+
+
+def open_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
+              cache_dir: Path | None = None, **options: Any) -> EvaluationCopy:
+    """:func:`build_copy`, then open the copy read-only (``options`` go to both)."""
+    return build_copy(engine, dataset=dataset, db_id=db_id, source=source, cache_dir=cache_dir,
+                      **options).open(**options)
+
+
+# A copy kept open by EvaluationCopies: (name the task knows the engine by, dataset, db_id).
+_Key = tuple[str, str, str]
+
+
+class EvaluationCopies:
+    """Copies kept open for a whole run: each built and opened on first use, then reused, and
+    closed together. Safe to share between threads: two threads asking for one copy get the
+    same connection, built once; different copies are built in parallel.
+
+    A copy is known by the name the task gives its engine (a sweep's ``pg15`` and ``pg16`` are
+    two engines behind one backend), its dataset and its database; the name defaults to the
+    engine's URL. ``options`` go to every copy's ``connect``.
+    """
+
+    def __init__(self, cache_dir: Path | None = None, **options: Any) -> None:
+        self.cache_dir = cache_dir
+        self.options = options
+        self._open: dict[_Key, EvaluationCopy] = {}
+        self._locks: dict[_Key, threading.Lock] = {}
+        self._guard = threading.Lock()
+        #: what building each copy did, kept after it is closed
+        self.reports: dict[_Key, LoadReport] = {}
+
+    @staticmethod
+    def key(engine: str | URL, dataset: str, db_id: str, name: str | None = None) -> _Key:
+        label = name or engine_url(engine).render_as_string(hide_password=False)
+        return (label, dataset, db_id)
+
+    def _lock_for(self, key: _Key) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def get(self, engine: str | URL, *, dataset: str, db_id: str,
+            source: Source | Callable[[], Source], name: str | None = None) -> EvaluationCopy:
+        """The open copy of ``dataset``/``db_id`` on ``engine``, built and opened on first use.
+        ``source`` may be a function giving it, called only then (finding a dataset's
+        database can cost more than reusing an open copy)."""
+        key = self.key(engine, dataset, db_id, name)
+        with self._lock_for(key):
+            copy = self._open.get(key)
+            if copy is None:
+                copy = open_copy(engine, dataset=dataset, db_id=db_id,
+                                 source=source() if callable(source) else source,
+                                 cache_dir=self.cache_dir, **self.options)
+                with self._guard:
+                    self._open[key] = copy
+                    self.reports[key] = copy.report
+            return copy
+
+    def reopen(self, engine: str | URL, *, dataset: str, db_id: str,
+               source: Source | Callable[[], Source], name: str | None = None) -> EvaluationCopy:
+        """Drop a copy whose connection died and open it afresh (rebuilding it if it is gone)."""
+        key = self.key(engine, dataset, db_id, name)
+        with self._lock_for(key), self._guard:
+            old = self._open.pop(key, None)
+        if old is not None:
+            # the connection is already broken; closing it is best effort
+            with contextlib.suppress(Exception):
+                old.close()
+        return self.get(engine, dataset=dataset, db_id=db_id, source=source, name=name)
+
+    def close(self) -> None:
+        with self._guard:
+            copies = list(self._open.values())
+            self._open.clear()
+        for copy in copies:
+            # closing at shutdown must not mask the run's own outcome
+            with contextlib.suppress(Exception):
+                copy.close()
+
+    def __enter__(self) -> EvaluationCopies:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,478 @@
+"""Predictors: where the candidate SQL for each (question, engine) comes from.
+
+- ``gold``: the source-dialect gold SQL run verbatim on every engine (naive portability).
+- ``transpile``: the gold SQL translated by sqlglot into the engine's dialect.
+- ``file``: a JSONL file of ``{"question_id", "dialect", "sql"}`` produced by any system.
+- ``llm:NAME``: a model declared in ``polysql.toml``, prompted per engine
+  (:mod:`polysql.llm.predictors`; needs the ``llm`` extra).
+
+Every one implements :class:`polysql.core.predictor.Predictor`: a predictor never raises for a
+single question; it returns a :class:`~polysql.core.predictor.Prediction` whose ``failure`` says
+why no SQL could be produced, and that is recorded as such.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import functools
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from sqlglot.dialects import Dialect
+from sqlglot.errors import ErrorLevel, SqlglotError
+
+from polysql.backends import catalog
+from polysql.core.digest import content_digest
+from polysql.core.errors import ConfigError, PredictionFileError
+from polysql.core.predictor import Prediction, Predictor, TargetEngine
+from polysql.datasets.base import Question
+from polysql.engines.registry import alias_names
+from polysql.llm.predictors import LLMOptions, llm_predictor
+
+
+class GoldPredictor(Predictor[Question]):
+    name = "gold"
+
+    def predict(self, question: Question, engine: TargetEngine) -> Prediction:
+        return Prediction(sql=question.gold_sql)
+
+    def input_digest(self, question: Question, engine: TargetEngine) -> str:
+        return content_digest("gold", question.gold_sql)
+
+
+class TranspilePredictor(Predictor[Question]):
+    name = "transpile"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "sqlglot": sqlglot.__version__}
+
+    def input_digest(self, question: Question, engine: TargetEngine) -> str:
+        # cheaper than translating again: the translation is a function of exactly these
+        return content_digest("transpile", sqlglot.__version__, question.gold_sql,
+                              question.source_dialect, engine.dialect)
+
+    def predict(self, question: Question, engine: TargetEngine) -> Prediction:
+        if engine.dialect == question.source_dialect:
+            return Prediction(sql=question.gold_sql, meta={"identity": True})
+        try:
+            statements = sqlglot.transpile(
+                question.gold_sql, read=question.source_dialect, write=engine.dialect,
+                unsupported_level=ErrorLevel.RAISE,
+            )
+        except SqlglotError as exc:
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return Prediction(sql=None, failure=f"transpile_failure: {first_line}")
+        if len(statements) != 1:
+            return Prediction(sql=None, failure=f"transpile_failure: produced {len(statements)} statements")
+        return Prediction(sql=statements[0])
+
+
+def text_problem(text: str) -> str | None:
+    """What makes ``text`` unwritable as UTF-8, or None when it is fine.
+
+    A Python str may hold a lone surrogate (``json.loads('"\\\\ud800"')`` makes one; so does
+    decoding bytes with ``errors="surrogateescape"``). It is not Unicode text: encoding it as
+    UTF-8, writing it to a UTF-8 file or binding it to a database driver raises. Checking costs
+    one encode, so call this wherever outside text enters a record or an engine.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}"
+    return None
+
+
+def first_text_problem(value: Any, path: str = "") -> str | None:
+    """The first :func:`text_problem` anywhere in a JSON-like value (strings, field names, nested
+    dicts and lists), saying where: ``"'meta.notes[1]' holds a lone surrogate U+DFFF at offset 0"``;
+    None when all of it can be written as UTF-8."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return f"{path!r} holds a {problem}" if problem else None
+    items: Any = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and (problem := text_problem(key)):
+            return f"the field name {key!r} holds a {problem}"
+        inner = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key
+        found = first_text_problem(item, inner)
+        if found:
+            return found
+    return None
+
+
+# Engine and dialect names polysql answers to, and which of them name the same backend.
+@functools.cache
+def _backend_of_name() -> dict[str, str]:
+    """Engine name, alias or URL scheme -> the engine it names, so ``postgresql`` and
+    ``postgres`` (or ``mariadb`` and ``mysql``) are known to be one engine without importing any
+    backend or its client library."""
+    return {name.lower(): info.name for info in catalog.infos()
+            for name in (info.name, *info.aliases, *info.schemes)}
+
+
+@functools.cache
+def known_dialect_names() -> frozenset[str]:
+    """Every ``dialect`` a predictions line may give: polysql's engine aliases and backend
+    names, and every sqlglot dialect name (lower case)."""
+    names = {*alias_names(), *_backend_of_name(), *(d.value for d in sqlglot.Dialects), *Dialect.classes}
+    return frozenset(name.lower() for name in names if name)
+
+
+def _is_known_dialect(name: str) -> bool:
+    # an emulated engine is named "<backend>-emulated" in results
+    return name in known_dialect_names() or name.removesuffix("-emulated") in _backend_of_name()
+
+
+@functools.cache
+def _engine_keys(name: str, dialect: str) -> tuple[str, ...]:
+    """The ``dialect`` values of predictions lines that apply to an engine, most specific first:
+    its name, its sqlglot dialect, then the other names of its backend."""
+    keys = [name.lower(), dialect.lower()]
+    backends = _backend_of_name()
+    backend = backends.get(dialect.lower()) or backends.get(name.lower())
+    if backend is not None:
+        keys += sorted(other for other, target in backends.items() if target == backend)
+    return tuple(dict.fromkeys(keys))
+
+
+@dataclass(slots=True)
+class FileProblem:
+    """A line of a predictions file that was skipped, with where and why."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One question's prediction from one line: its SQL, or why the line is unusable."""
+
+    line: int
+    sql: str | None
+    failure: str | None = None
+
+
+_Key = tuple[str, str | None]  # (question id, lower-case dialect or None for every engine)
+_EXAMPLES = 5  # file:line examples kept per kind of coverage problem
+
+
+@dataclass(frozen=True, slots=True)
+class FileAudit:
+    """How a predictions file covers a sweep: what it answers and what it would silently drop.
+
+    Every line holding a prediction lands in at most one of: ``unknown_questions`` (its question
+    id is not in the dataset), ``unknown_dialects`` (its dialect names nothing polysql knows),
+    ``unswept_lines`` (a known engine or dialect that this sweep does not run) -- or it applies.
+    """
+
+    path: str
+    dataset: str
+    predictions: int  # lines holding a prediction, usable or invalid_prediction
+    skipped_lines: int  # lines reported as problems (bad JSON, bad bytes, duplicates...)
+    first_problem: FileProblem | None
+    first_prediction: tuple[str, int] | None  # (question id, line)
+    unknown_questions: int
+    unknown_question_lines: tuple[FileProblem, ...]  # the first few
+    unknown_dialects: int
+    unknown_dialect_lines: tuple[FileProblem, ...]  # the first few
+    unswept_lines: int
+    unswept_dialects: tuple[str, ...]
+    selected_questions: int  # questions this sweep runs
+    selected_predictions: int  # prediction lines for one of those questions (any dialect)
+    engines: tuple[str, ...]
+    answered: int  # swept (question, engine) pairs the file gives a line for
+    pairs: int  # swept (question, engine) pairs
+
+    def warnings(self) -> list[str]:
+        """One line per coverage problem, for the sweep to print; empty when all is well."""
+        lines: list[str] = []
+        if self.unknown_questions:
+            lines.append(
+                f"{self.path}: {self.unknown_questions} prediction(s) for question ids not in dataset "
+                f"{self.dataset} are ignored: "
+                f"{_listing(self.unknown_question_lines, self.unknown_questions)}; check their 'question_id'"
+            )
+        if self.unknown_dialects:
+            lines.append(
+                f"{self.path}: {self.unknown_dialects} prediction(s) name a dialect polysql does not know "
+                f"and are ignored: {_listing(self.unknown_dialect_lines, self.unknown_dialects)}; use an "
+                f"engine name ({', '.join(alias_names())}) or a sqlglot dialect name"
+            )
+        if self.unswept_lines:
+            lines.append(
+                f"{self.path}: {self.unswept_lines} line(s) for engines not swept: "
+                f"{', '.join(self.unswept_dialects)} (add them to --engines to evaluate them)"
+            )
+        if 0 < self.answered < self.pairs:
+            lines.append(
+                f"{self.path}: answers {self.answered} of the {self.pairs} (question, engine) pairs of this "
+                f"sweep; the other {self.pairs - self.answered} are recorded as missing_prediction"
+            )
+        return lines
+
+    def require_match(self) -> None:
+        """Raise PredictionFileError when the file answers none of the swept (question, engine)
+        pairs: a sweep of it would only record missing_prediction, which is never what was meant."""
+        if self.answered or not self.pairs:
+            return
+        if not self.predictions or self.first_prediction is None:
+            first = f" (first: {self.first_problem})" if self.first_problem else ""
+            raise PredictionFileError(
+                f"{self.path}: none of its {self.skipped_lines} line(s) holds a usable prediction{first}; "
+                'write one JSON object per line: {"question_id": ..., "dialect": ..., "sql": ...}'
+            )
+        qid, line = self.first_prediction
+        if self.unknown_questions == self.predictions:
+            raise PredictionFileError(
+                f"{self.path}: none of its {self.predictions} predictions matches a question of dataset "
+                f"{self.dataset} (first id {qid!r} at line {line}); are these predictions for another dataset?"
+            )
+        if not self.selected_predictions:
+            raise PredictionFileError(
+                f"{self.path}: none of its {self.predictions} predictions is for the "
+                f"{self.selected_questions} question(s) selected from dataset {self.dataset} (first id "
+                f"{qid!r} at line {line}); check --question and --limit"
+            )
+        named = [", ".join(self.unswept_dialects)] if self.unswept_dialects else []
+        if self.unknown_dialect_lines:
+            named.append(f"unknown dialects (e.g. {self.unknown_dialect_lines[0]})")
+        raise PredictionFileError(
+            f"{self.path}: none of its predictions for the selected questions is for the swept "
+            f"engine(s) {', '.join(self.engines)}; its lines are for {' and '.join(named)}: sweep "
+            "those with --engines, or correct the lines' 'dialect'"
+        )
+
+
+def _listing(examples: Sequence[FileProblem], total: int) -> str:
+    more = f" and {total - len(examples)} more" if total > len(examples) else ""
+    return "; ".join(str(p) for p in examples) + more
+
+
+class FilePredictor(Predictor[Question]):
+    """Predictions read from a JSONL file.
+
+    Each line: ``{"question_id": ..., "dialect": ..., "sql": ...}``. ``dialect`` names the engine
+    (``duckdb``), its sqlglot dialect (``postgres``) or another name of its backend
+    (``postgresql``); ``engine`` is accepted as a synonym. A line without ``dialect`` applies to
+    every engine.
+
+    The file is the system's output, so one bad line affects only itself: it is collected in
+    ``problems`` (file:line, what is wrong, how to fix it) and skipped. When its question id and
+    dialect can still be read, that (question, engine) is recorded as ``invalid_prediction`` with
+    the reason instead of ``missing_prediction``. A (question, engine) with no line at all is
+    ``missing_prediction``, so the denominator stays whole; :meth:`audit` says which lines a
+    sweep would not use at all.
+    """
+
+    def __init__(self, path: str | Path, name: str | None = None) -> None:
+        self.path = Path(path)
+        self.name = name or f"file:{self.path.stem}"
+        self.problems: list[FileProblem] = []
+        self._by_key: dict[_Key, _Entry] = {}
+        self._read()
+
+    def describe(self) -> dict[str, Any]:
+        usable = sum(1 for entry in self._by_key.values() if entry.sql is not None)
+        return {"name": self.name, "path": str(self.path), "predictions": usable,
+                "skipped_lines": len(self.problems)}
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _read(self) -> None:
+        if not self.path.exists():
+            raise PredictionFileError(f"predictions file {self.path} does not exist")
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise PredictionFileError(f"cannot read predictions file {self.path}: {exc}") from exc
+        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise PredictionFileError(f"predictions file {self.path} is UTF-16 or UTF-32 text (it starts "
+                                      "with such a byte order mark); save it as UTF-8")
+        # Bytes, split on b"\n" only: one bad byte spoils its own line, never the file, and the
+        # line numbers are the ones an editor shows (str.splitlines would also split on U+2028).
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            raw = raw.removesuffix(b"\r")
+            if raw.strip():
+                self._read_line(number, raw)
+        if not self._by_key and not self.problems:
+            raise PredictionFileError(f"predictions file {self.path} is empty")
+
+    def _read_line(self, number: int, raw: bytes) -> None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            why = (f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                   "save the file as UTF-8")
+            # the bad bytes become lone surrogates here, so an id or dialect holding one is not
+            # taken for a real one
+            obj = _json_object(raw.decode("utf-8", errors="surrogateescape"))
+            self._reject(number, why, _identify(obj) if obj is not None else None)
+            return
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self._reject(number, f"not valid JSON ({exc.msg} at column {exc.colno})", None)
+            return
+        if not isinstance(obj, dict):
+            self._reject(number, f"expected a JSON object, got {type(obj).__name__}", None)
+            return
+        key = _identify(obj)
+        why = _line_problem(obj)
+        if why is not None:
+            self._reject(number, why, key)
+            return
+        assert key is not None  # _line_problem checked the id and dialect
+        earlier = self._by_key.get(key)
+        if earlier is not None:
+            where = f"dialect {key[1]!r}" if key[1] is not None else "every engine"
+            self._add_problem(number, f"duplicate prediction for question {key[0]!r} {where} (the one at "
+                                      f"line {earlier.line} is kept)")
+            return
+        self._by_key[key] = _Entry(line=number, sql=obj["sql"])
+
+    def _add_problem(self, number: int, message: str) -> FileProblem:
+        problem = FileProblem(str(self.path), number, message)
+        self.problems.append(problem)
+        return problem
+
+    def _reject(self, number: int, why: str, key: _Key | None) -> None:
+        problem = self._add_problem(number, why)
+        # The line was meant for this question: say so in its record rather than "missing".
+        if key is not None and key not in self._by_key:
+            self._by_key[key] = _Entry(line=number, sql=None, failure=f"invalid_prediction: {problem}")
+
+    # -- predicting ------------------------------------------------------------------------------
+    def _entry(self, question_id: str, engine: str, dialect: str) -> _Entry | None:
+        for key in (*_engine_keys(engine, dialect), None):
+            entry = self._by_key.get((question_id, key))
+            if entry is not None:
+                return entry
+        return None
+
+    def predict(self, question: Question, engine: TargetEngine) -> Prediction:
+        entry = self._entry(question.id, engine.name, engine.dialect)
+        if entry is None:
+            return Prediction(sql=None, failure="missing_prediction")
+        if entry.sql is None:
+            return Prediction(sql=None, failure=entry.failure, meta={"line": entry.line})
+        return Prediction(sql=entry.sql, meta={"line": entry.line})
+
+    def audit(self, question_ids: Collection[str], engines: Sequence[tuple[str, str]], *,
+              selected: Collection[str] | None = None, dataset: str = "") -> FileAudit:
+        """How this file covers a sweep. ``question_ids``: every question id of the dataset;
+        ``engines``: the swept (engine name, sqlglot dialect) pairs; ``selected``: the question ids
+        the sweep runs (default: all); ``dataset``: its name, for messages."""
+        known_ids = set(question_ids)
+        chosen = known_ids if selected is None else set(selected)
+        swept_keys = {key for name, dialect in engines for key in _engine_keys(name, dialect)}
+        unknown_ids: list[FileProblem] = []
+        unknown_dialects: list[FileProblem] = []
+        unswept: dict[str, int] = {}
+        selected_lines = 0
+        for (qid, dialect), entry in self._by_key.items():
+            if qid not in known_ids:
+                unknown_ids.append(FileProblem(str(self.path), entry.line, f"question id {qid!r}"))
+                continue
+            selected_lines += qid in chosen
+            if dialect is None or dialect in swept_keys:
+                continue
+            if _is_known_dialect(dialect):
+                unswept[dialect] = unswept.get(dialect, 0) + 1
+            else:
+                unknown_dialects.append(FileProblem(str(self.path), entry.line, _unknown_dialect(dialect)))
+        answered = sum(
+            1 for qid in chosen for name, dialect in engines if self._entry(qid, name, dialect) is not None
+        )
+        first = next(iter(self._by_key.items()), None)
+        return FileAudit(
+            path=str(self.path), dataset=dataset or "the dataset", predictions=len(self._by_key),
+            skipped_lines=len(self.problems), first_problem=self.problems[0] if self.problems else None,
+            first_prediction=(first[0][0], first[1].line) if first else None,
+            unknown_questions=len(unknown_ids), unknown_question_lines=tuple(unknown_ids[:_EXAMPLES]),
+            unknown_dialects=len(unknown_dialects),
+            unknown_dialect_lines=tuple(unknown_dialects[:_EXAMPLES]),
+            unswept_lines=sum(unswept.values()), unswept_dialects=tuple(sorted(unswept)),
+            selected_questions=len(chosen), selected_predictions=selected_lines,
+            engines=tuple(name for name, _ in engines), answered=answered,
+            pairs=len(chosen) * len(engines),
+        )
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _identify(obj: dict[str, Any]) -> _Key | None:
+    """The (question id, dialect) a line is for, or None when they cannot be read for sure."""
+    qid = obj.get("question_id")
+    dialect = obj.get("dialect", obj.get("engine"))
+    if qid is None or isinstance(qid, (dict, list, bool)) or not str(qid).strip():
+        return None
+    if dialect is not None and not isinstance(dialect, str):
+        return None
+    if text_problem(str(qid)) or (dialect and text_problem(dialect)):
+        return None
+    return str(qid), (dialect.strip().lower() or None) if dialect else None
+
+
+def _line_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a parsed line and how to fix it, or None when it is a usable prediction."""
+    surrogate = first_text_problem(obj)
+    if surrogate:
+        return (f"{surrogate}, which is not valid Unicode (a \\ud800-\\udfff escape without its "
+                "pair); write the character itself or a complete surrogate pair")
+    qid = obj.get("question_id")
+    if qid is None or isinstance(qid, (dict, list, bool)) or not str(qid).strip():
+        return "missing or invalid 'question_id' (must be a string or a number)"
+    dialect = obj.get("dialect", obj.get("engine"))
+    if dialect is not None and not isinstance(dialect, str):
+        return "'dialect' must be a string (an engine name such as duckdb) or left out"
+    if not isinstance(obj.get("sql"), str):
+        return "missing 'sql' (must be a string)"
+    return None
+
+
+def _unknown_dialect(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(known_dialect_names()), n=1)
+    return f"dialect {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+BUILTIN_PREDICTORS = ("gold", "transpile")
+
+
+def make_predictor(spec: str, *, llm: LLMOptions | None = None) -> Predictor:
+    """``gold``, ``transpile``, ``file:PATH``, ``NAME=PATH`` (a predictions file named NAME) or
+    ``llm:NAME`` (a model from the config file; ``llm`` gives the config path, prompt settings
+    and response cache, by default ``./polysql.toml``, default prompts and the on-disk cache)."""
+    spec = spec.strip()
+    if spec.startswith("llm:"):
+        return llm_predictor(spec[len("llm:"):].strip(), llm)
+    if spec == "gold":
+        return GoldPredictor()
+    if spec == "transpile":
+        return TranspilePredictor()
+    if spec.startswith("file:"):
+        return FilePredictor(spec[len("file:"):])
+    if "=" in spec:
+        name, path = spec.split("=", 1)
+        return FilePredictor(path, name=name.strip())
+    if spec.endswith((".jsonl", ".json")):
+        return FilePredictor(spec)
+    raise ConfigError(
+        f"unknown predictor {spec!r}: use one of {', '.join(BUILTIN_PREDICTORS)}, "
+        "'file:PATH.jsonl', 'NAME=PATH.jsonl', or 'llm:MODEL' (a model in polysql.toml)"
+    )

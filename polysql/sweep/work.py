@@ -1,0 +1,264 @@
+"""The work loop: gold queries first, then one worker per engine predicting, executing, judging
+and recording.
+
+Gold SQL runs once per question on the loaded copy of its source engine; each prediction runs
+natively on its target engine. Engines work in parallel (one worker each, since each holds its
+own connections); records are appended as they finish, so an interrupted sweep resumes where it
+stopped.
+
+Model predictors (``llm:NAME``) are asked ahead: each engine's worker hands all its model
+requests to the model's own thread pool first (sized by the model's ``max_concurrency``), then
+executes whatever prediction is ready, so generation and execution overlap.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
+from typing import Any
+
+from polysql.backends.base import Backend
+from polysql.core.errors import EngineError, PolysqlError
+from polysql.core.model import Result, Verdict
+from polysql.core.predictor import Prediction, Predictor, TargetEngine
+from polysql.core.store import ResultsStore
+from polysql.datasets.base import Dataset, Question
+from polysql.engines.ddl import render_schema
+from polysql.engines.fleet import EngineFleet, EngineSpec
+from polysql.engines.registry import backend_class, parse_url
+from polysql.llm.prompting import SchemaCatalog
+from polysql.normalizers.gold import GoldRuns, judge, run_gold
+from polysql.sweep.execution import Cancelled, Executor
+from polysql.sweep.planning import WorkItem, target_engine
+from polysql.sweep.predictors import text_problem
+from polysql.sweep.progress import SweepObserver
+from polysql.sweep.records import build_record
+
+
+class SweepWork:
+    """Runs the pending work of one invocation and keeps what happened: records written,
+    engines abandoned, predictors that gave no answers, internal errors."""
+
+    def __init__(self, *, dataset: Dataset, predictors: list[Predictor[Question]],
+                 engines: list[EngineSpec], store: ResultsStore, observer: SweepObserver,
+                 executor: Executor, fleet: EngineFleet, schemas: SchemaCatalog,
+                 policy: dict[str, Any]) -> None:
+        self.dataset = dataset
+        self.predictors = predictors
+        self.engines = engines
+        self.store = store
+        self.observer = observer
+        self.executor = executor
+        self.fleet = fleet
+        self.schemas = schemas  # schema text per (engine, database), for model prompts
+        self.policy = policy
+        self.written = 0
+        self.dead: dict[str, str] = {}  # engine -> why it was abandoned
+        self.unavailable: dict[str, tuple[str, int]] = {}
+        self.internal_errors: list[tuple[str, str]] = []
+        self._write_lock = threading.Lock()
+        self._golds: dict[str, GoldRuns] = {}
+        # per question, how to run more SQL on the gold's engine (for re-runs judging needs)
+        self._gold_rerun: dict[str, Callable[[str], Result]] = {}
+        self._out: Any = None  # the results file, open for appending while workers run
+
+    def run(self, pending: dict[str, list[WorkItem]]) -> None:
+        need_gold = {item.question.id: item.question for items in pending.values() for item in items}
+        self._golds = self._run_golds(list(need_gold.values()))
+        if self.executor.stopping:
+            return
+        total = sum(len(v) for v in pending.values())
+        self.observer.phase("predictions", total)
+        for predictor in self.predictors:
+            if predictor.concurrent:
+                requests = sum(1 for items in pending.values() for i in items if i.predictor is predictor)
+                self.observer.generation(predictor.name, requests)
+        with self.store.open_for_append() as out, ThreadPoolExecutor(
+            max_workers=max(1, len(self.engines)), thread_name_prefix="engine"
+        ) as pool:
+            self._out = out
+            futures = [pool.submit(self._engine_worker, spec, pending[spec.name])
+                       for spec in self.engines if pending[spec.name]]
+            wait(futures)
+            for future in futures:
+                future.result()  # re-raise a worker's unexpected error
+
+    # -- gold -----------------------------------------------------------------------------------
+    def _gold_spec(self, question: Question) -> EngineSpec:
+        url = parse_url(self.dataset.database_url(question.db_id))
+        cls = backend_class(url)
+        return EngineSpec(name=f"gold:{cls.name}", url=url.set(database=None), backend=cls)
+
+    def _run_golds(self, questions: list[Question]) -> dict[str, GoldRuns]:
+        self.observer.phase("gold", len(questions))
+        golds: dict[str, GoldRuns] = {}
+        for question in questions:
+            if self.executor.stopping:
+                break
+            spec = self._gold_spec(question)
+            source = self.dataset.database_url(question.db_id)
+            backend = self.fleet.backend(spec, question.db_id, source)
+            fingerprint = self.fleet.fingerprint(spec, question.db_id)
+            run = functools.partial(self.executor.execute, backend, spec, fingerprint)
+            try:
+                golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
+            except Cancelled:
+                break
+            self._gold_rerun[question.id] = run
+            self.observer.advance()
+        return golds
+
+    # -- one worker per engine ------------------------------------------------------------------
+    def _engine_worker(self, spec: EngineSpec, items: list[WorkItem]) -> None:
+        info = target_engine(spec)
+        generating: dict[Future[Prediction], WorkItem] = {}
+        try:
+            # Model requests first, all of them: they wait on remote services, so they should be
+            # in flight while this engine executes whatever is ready.
+            for item in items:
+                if not item.predictor.concurrent:
+                    continue
+                if self.executor.stopping or item.question.id not in self._golds:
+                    return
+                backend = self._backend(spec, item.question)
+                if backend is None:
+                    return
+                engine = self._target(info, spec, item, backend)
+                if engine is None:
+                    return
+                future = item.predictor.submit(item.question, engine)
+                future.add_done_callback(functools.partial(self._generation_done, item.predictor.name))
+                generating[future] = item
+            inline = deque(item for item in items if not item.predictor.concurrent)
+            while (inline or generating) and not self.executor.stopping:
+                ready = [future for future in generating if future.done()]
+                if ready:
+                    for future in ready:
+                        item = generating.pop(future)
+                        if self.executor.stopping or not self._process_isolated(spec, info, item, future):
+                            return
+                elif inline:
+                    if not self._process_isolated(spec, info, inline.popleft(), None):
+                        return
+                else:  # short waits keep Ctrl-C and dead engines responsive
+                    wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
+        finally:
+            for future in generating:
+                future.cancel()  # requests not yet sent; the work stays pending for a resume
+
+    def _process_isolated(self, spec: EngineSpec, info: TargetEngine, item: WorkItem,
+                          future: Future[Prediction] | None) -> bool:
+        """One item, kept from taking the others down: a bug hit by one item leaves that item
+        pending and reported, and the sweep goes on (polysql's own errors still propagate)."""
+        try:
+            prediction = future.result() if future is not None else None
+            return self._process(spec, info, item, prediction)
+        except Cancelled:
+            return False
+        except (PolysqlError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded as an internal error, never as a verdict
+            what = (f"question {item.question.id} / {item.predictor.name} / {spec.name}: "
+                    f"{type(exc).__name__}: {exc}")
+            with self._write_lock:
+                self.internal_errors.append((what, traceback.format_exc()))
+            self.observer.message(f"internal error (work left pending): {what}")
+            return True
+
+    def _generation_done(self, predictor: str, future: Future[Prediction]) -> None:
+        if not future.cancelled():
+            self.observer.generated(predictor)
+
+    def _backend(self, spec: EngineSpec, question: Question) -> Backend | None:
+        try:
+            return self.fleet.backend(spec, question.db_id, self.dataset.database_url(question.db_id))
+        except EngineError as exc:
+            self._abandon(spec, str(exc))
+            return None
+
+    def _abandon(self, spec: EngineSpec, why: str) -> None:
+        self.dead[spec.name] = why
+        self.observer.message(f"engine {spec.name} abandoned: {why}")
+
+    def _target(self, info: TargetEngine, spec: EngineSpec, item: WorkItem,
+                backend: Backend) -> TargetEngine | None:
+        """What the predictor is told about the engine: for those that read the schema, the
+        question's database as this engine holds it (rendered once per engine and database)."""
+        predictor = item.predictor
+        if not predictor.needs_schema:
+            return info
+        rows = predictor.sample_rows
+        try:
+            schema = self.schemas.get(spec.name, item.question.db_id, rows,
+                                      lambda: render_schema(backend, sample_rows=rows))
+            version = backend.version()
+        except EngineError as exc:
+            self._abandon(spec, str(exc))
+            return None
+        return replace(info, version=version, schema=schema)
+
+    def _unanswered(self, item: WorkItem, why: str) -> None:
+        """The predictor got no answer for reasons outside the system under test: count it as
+        pending (no record), so the next run asks again."""
+        name = item.predictor.name
+        with self._write_lock:
+            _reason, count = self.unavailable.get(name, (why, 0))
+            self.unavailable[name] = (why, count + 1)
+
+    def _process(self, spec: EngineSpec, info: TargetEngine, item: WorkItem,
+                 prediction: Prediction | None) -> bool:
+        """Predict (unless ``prediction`` is already made), execute, compare and record one item.
+        False when this engine's worker must stop (gold phase interrupted, engine gone)."""
+        question = item.question
+        gold = self._golds.get(question.id)
+        if gold is None:  # gold phase interrupted
+            return False
+        source = self.dataset.database_url(question.db_id)
+        backend = self._backend(spec, question)
+        if backend is None:
+            return False
+        if prediction is None:
+            engine = self._target(info, spec, item, backend)
+            if engine is None:
+                return False
+            prediction = item.predictor.predict(question, engine)
+        problem = text_problem(prediction.sql) if prediction.sql is not None else None
+        if problem is not None:  # text no engine driver can take as it is
+            prediction = Prediction(sql=None, failure=f"invalid_prediction: the SQL holds a {problem}",
+                                    meta=prediction.meta)
+        if prediction.unavailable is not None:
+            self._unanswered(item, prediction.unavailable)
+            self.observer.advance()
+            return True
+        result: Result | None = None
+        verdict: Verdict
+        if prediction.sql is None:
+            verdict = Verdict(False, f"no SQL to run: {prediction.failure}",
+                              {"generation_failure": prediction.failure})
+        else:
+            fingerprint = self.fleet.fingerprint(spec, question.db_id)
+            result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
+            if result.error is not None and result.error.kind == "unavailable":
+                try:
+                    backend = self.fleet.reconnect(spec, question.db_id, source)
+                    result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
+                except EngineError as exc:
+                    result = Result.failed("unavailable", str(exc))
+                if result.error is not None and result.error.kind == "unavailable":
+                    self._abandon(spec, result.error.message)
+                    return False
+            verdict = judge(gold, result, self._gold_rerun.get(question.id), **self.policy)
+        record = build_record(dataset=self.dataset.name, question=question,
+                              predictor=item.predictor.name, spec=spec, backend=backend,
+                              sql=prediction.sql, failure=prediction.failure, meta=prediction.meta,
+                              gold=gold, result=result, verdict=verdict, inputs=item.inputs)
+        with self._write_lock:
+            self._out.write(record)
+            self.written += 1
+        self.observer.advance(record)
+        return True

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+
+from polysql.backends._common.guard import screen
+from polysql.core.errors import LoadError
+from polysql.core.naming import convert, convert_all
+
+HOSTILE = [
+    ("DROP TABLE t", "postgres"),
+    ("DELETE FROM t", "mysql"),
+    ("UPDATE t SET a = 1", "postgres"),
+    ("INSERT INTO t VALUES (1)", "mysql"),
+    ("CREATE TABLE x (a INT)", "postgres"),
+    ("COPY t TO PROGRAM 'ls'", "postgres"),
+    ("COPY t FROM PROGRAM 'id'", "postgres"),
+    ("SELECT pg_read_file('/etc/passwd')", "postgres"),
+    ("SELECT LOAD_FILE('/etc/passwd')", "mysql"),
+    ("SELECT * INTO OUTFILE '/tmp/x' FROM t", "mysql"),
+    ("SET GLOBAL max_connections = 1", "mysql"),
+    ("WITH gone AS (DELETE FROM t RETURNING *) SELECT * FROM gone", "postgres"),
+    ("SELECT 1; DROP TABLE t", "postgres"),
+    ("SELECT set_config('role', 'postgres', false)", "postgres"),
+    ("SELECT * FROM read_csv('/etc/passwd')", "duckdb"),
+    ("SELECT a INTO new_table FROM t", "postgres"),
+    ("SELECT GET_LOCK('polysql', 10)", "mysql"),  # would outlive the rolled-back transaction
+]
+BENIGN = [
+    ("SELECT a, COUNT(*) FROM t WHERE x GLOB 'a*' GROUP BY a ORDER BY 2 DESC LIMIT 3", "sqlite"),
+    ('SELECT "order".x FROM "order"', "postgres"),
+    ("SELECT copy FROM t", "postgres"),
+    ("WITH c AS (SELECT 1 AS x) SELECT x FROM c UNION ALL SELECT 2", "duckdb"),
+    ("SELECT pg_sleep(1)", "postgres"),  # cut off by the timeout, not the screen
+    ("SELECT strftime('%Y', d), group_concat(x) FROM t", "sqlite"),
+    ("VALUES (1), (2)", "postgres"),
+]
+
+
+@pytest.mark.parametrize(("sql", "dialect"), HOSTILE)
+def test_hostile_statements_are_refused_with_a_reason(sql: str, dialect: str) -> None:
+    reason = screen(sql, dialect)
+    assert reason, sql
+
+
+@pytest.mark.parametrize(("sql", "dialect"), BENIGN)
+def test_ordinary_queries_pass(sql: str, dialect: str) -> None:
+    assert screen(sql, dialect) is None
+
+
+def test_unparseable_dialect_syntax_is_left_to_the_engine() -> None:
+    assert screen("SELECT a FROM t QUALIFY ROW_NUMBER() OVER () = 1 !!!", "postgres") is None
+
+
+def test_name_modes() -> None:
+    assert convert("FirstName", "snake") == "first_name"
+    assert convert("Order Items", "snake") == "order_items"
+    assert convert("FirstName", "lower") == "firstname"
+    assert convert("FirstName", "exact") == "FirstName"
+    with pytest.raises(LoadError, match="maps both"):
+        convert_all(["OrderId", "order_id"], "snake", where="table orders")

@@ -1,0 +1,133 @@
+"""DuckDB backend specifics: URL forms, the locked configuration, types after a load."""
+
+from __future__ import annotations
+
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import polysql
+from polysql.backends.duckdb.backend import DuckDBBackend
+from polysql.core.errors import EngineUnavailableError
+
+
+@pytest.mark.parametrize("url", ["duckdb://", "duckdb:///:memory:"])
+def test_in_memory_urls(url: str) -> None:
+    with polysql.connect(url, read_only=False) as backend:
+        assert isinstance(backend, DuckDBBackend) and backend.path is None
+        assert backend.execute("CREATE TABLE t AS SELECT 42 AS a").ok
+        assert backend.execute("SELECT a FROM t").rows == [(42,)]
+
+
+def test_in_memory_read_only_runs_queries_only() -> None:
+    with polysql.connect("duckdb://") as backend:
+        assert backend.execute("SELECT 1").rows == [(1,)]
+        refused = backend.execute("CREATE TABLE t (a INTEGER)")
+        assert refused.error.kind == "forbidden" and "CREATE" in refused.error.message
+
+
+def test_file_url_opens_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "d.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute('CREATE TABLE "T" ("A" INTEGER)')
+    conn.execute('INSERT INTO "T" VALUES (1)')
+    conn.close()
+    with polysql.connect(f"duckdb:///{path}") as backend:
+        assert backend.execute('SELECT "A" FROM "T"').rows == [(1,)]
+        assert backend.execute('DELETE FROM "T"').error.kind == "forbidden"
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.duckdb"
+    with pytest.raises(EngineUnavailableError, match="nope.duckdb"):
+        polysql.connect(f"duckdb:///{missing}")
+    assert not missing.exists()
+
+
+def test_configuration_cannot_be_unlocked() -> None:
+    with polysql.connect("duckdb://", read_only=False) as backend:
+        result = backend.execute("SET enable_external_access = true")
+        assert result.error.kind == "forbidden"
+        assert backend.execute("SELECT * FROM read_csv('/etc/passwd')").error.kind == "forbidden"
+
+
+def test_no_progress_bar_is_drawn_and_the_configuration_stays_locked(tmp_path: Path) -> None:
+    """DuckDB draws a progress bar on stdout for slow statements, which corrupted --json output."""
+    with polysql.connect("duckdb://", read_only=False) as backend:
+        assert backend.execute("SELECT current_setting('enable_progress_bar')").rows == [(False,)]
+        assert backend.execute("SELECT current_setting('lock_configuration')").rows == [(True,)]
+        assert backend.execute("SET enable_progress_bar = true").error is not None
+
+
+def test_threads_option_reaches_the_engine() -> None:
+    with polysql.connect("duckdb://", threads=1) as backend:
+        assert backend.execute("SELECT current_setting('threads')").rows == [(1,)]
+
+
+def test_types_come_from_the_engine() -> None:
+    with polysql.connect("duckdb://") as backend:
+        result = backend.execute("SELECT 1.25::DECIMAL(5,2) AS m, DATE '2020-01-01' AS d, "
+                                 "[1, 2] AS l")
+        assert result.types == ["DECIMAL(5,2)", "DATE", "INTEGER[]"]
+        assert result.rows[0][0] == Decimal("1.25")
+
+
+def test_loaded_types_follow_the_logical_types(tmp_path: Path) -> None:
+    source = tmp_path / "s.sqlite"
+    with sqlite3.connect(source) as conn:
+        conn.execute('CREATE TABLE "Mixed Case" ("Id" INTEGER PRIMARY KEY, "Price" NUMERIC(8,2), '
+                     '"On" BOOLEAN, "Day" DATE, "At" DATETIME, "Ratio" REAL, "Raw" BLOB, "Label" TEXT)')
+        conn.execute("INSERT INTO \"Mixed Case\" VALUES (1, 9.99, 1, '2020-01-01', "
+                     "'2020-01-01 10:00:00', 0.5, x'01', 'a')")
+    target = tmp_path / "t.duckdb"
+    polysql.load(f"sqlite:///{source}", f"duckdb:///{target}")
+    conn = duckdb.connect(str(target), read_only=True)
+    try:
+        described = conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'Mixed Case' ORDER BY ordinal_position").fetchall()
+        constraints = conn.execute(
+            "SELECT constraint_type, constraint_column_names FROM duckdb_constraints() "
+            "WHERE table_name = 'Mixed Case' AND constraint_type = 'PRIMARY KEY'").fetchall()
+    finally:
+        conn.close()
+    assert described == [("Id", "BIGINT"), ("Price", "DECIMAL(8,2)"), ("On", "BOOLEAN"),
+                         ("Day", "DATE"), ("At", "TIMESTAMP"), ("Ratio", "DOUBLE"),
+                         ("Raw", "BLOB"), ("Label", "VARCHAR")]
+    assert constraints == [("PRIMARY KEY", ["Id"])]
+
+
+def test_tables_are_read_back_from_the_engine(tmp_path: Path) -> None:
+    path = tmp_path / "d.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute('CREATE TABLE "Orders" ("Id" BIGINT PRIMARY KEY, "Total" DECIMAL(9,3) NOT NULL, '
+                 '"Tags" VARCHAR[], "When" TIMESTAMP)')
+    conn.execute("INSERT INTO \"Orders\" VALUES (1, 2.5, ['a'], NULL), (2, 3, NULL, NULL)")
+    conn.close()
+    with polysql.connect(f"duckdb:///{path}") as backend:
+        (table,) = backend.tables()
+        assert table.name == "Orders" and table.row_count == 2
+        assert table.primary_key == ("Id",)
+        assert [(c.name, c.declared_type, str(c.type), c.nullable) for c in table.columns] == [
+            ("Id", "BIGINT", "integer", False), ("Total", "DECIMAL(9,3)", "decimal(9,3)", False),
+            ("Tags", "VARCHAR[]", "text", True), ("When", "TIMESTAMP", "timestamp", True)]
+        (batch,) = list(backend.read_table(table))
+        assert batch.to_pylist()[0] == {"Id": 1, "Total": Decimal("2.500"), "Tags": "[a]",
+                                        "When": None}
+
+
+def test_memory_limit_turns_a_huge_result_into_too_large() -> None:
+    with polysql.connect("duckdb://", memory_limit="50MB", threads=1) as backend:
+        result = backend.execute("SELECT list(range) FROM range(100000000)")
+        assert result.error is not None and result.error.kind == "too_large"
+        assert backend.execute("SELECT 1").rows == [(1,)]
+
+
+def test_explain_analyze_cannot_smuggle_a_write_into_memory() -> None:
+    with polysql.connect("duckdb://") as backend:
+        result = backend.execute("EXPLAIN ANALYZE CREATE TABLE hacked AS SELECT 1 AS a")
+        assert result.error is not None and result.error.kind == "forbidden"
+        assert backend.execute("SELECT * FROM hacked").error.kind == "runtime"

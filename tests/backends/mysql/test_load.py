@@ -1,0 +1,498 @@
+"""Loading SQLite sources into MySQL/MariaDB on the real local server: value fidelity, names,
+types read back, keys (kept, or dropped with a reason), coercions, idempotent skips, atomic
+reloads, and a million-row table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pymysql
+import pytest
+from polysql_testkit import mysql_fixtures
+from sqlalchemy.engine import URL
+
+from polysql.backends.base import Backend
+from polysql.backends.mysql.backend import MySQLBackend
+from polysql.backends.sqlite.backend import SQLiteBackend
+from polysql.core.errors import ConfigError, LoadError
+from polysql.core.schema import Table
+from polysql.engines.registry import connect
+
+pytestmark = pytest.mark.mysql
+
+
+fx = mysql_fixtures
+admin_url, loader, make_sqlite = fx.admin_url, fx.loader, fx.make_sqlite
+
+
+def admin_rows(url: URL, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows read with an administrator connection (independent of the backend's read path)."""
+    conn = fx.admin_connection(url.set(database=None), url.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def column_types(url: URL, table: str) -> dict[str, str]:
+    return dict(admin_rows(url, "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+                                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                           (url.database, table)))
+
+
+def table_names(url: URL) -> list[str]:
+    return sorted(r[0] for r in admin_rows(
+        url, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
+        (url.database,)))
+
+
+FIDELITY = """
+CREATE TABLE "Measures" (
+    id INTEGER PRIMARY KEY,
+    price DECIMAL(10, 2),
+    wide NUMERIC(30, 10),
+    ratio REAL,
+    big INTEGER,
+    flag BOOLEAN,
+    day DATE,
+    seen DATETIME,
+    label TEXT,
+    raw BLOB
+);
+INSERT INTO "Measures" VALUES
+    (1, 12.34, '123456789.0123', 0.1, 9223372036854775807, 1, '2024-02-29',
+     '2024-02-29 23:59:59.123456', 'Zoë  ', x'00ff10'),
+    (2, -0.05, '-1.5', 1e300, -9223372036854775808, 0, '0001-01-01', '1999-12-31 00:00:00',
+     'it''s a \\ back\\slash', x''),
+    (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+    (4, 0, 0, -2.5, 0, 'true', '9999-12-31', '2000-01-01 00:00:00.000001',
+     '日本語 🙂 café', x'00'),
+    (5, 99999999.99, 1, 3.0, 1, 'false', '1970-01-01', '1970-01-01 00:00:00', '', NULL);
+"""
+
+
+def test_values_round_trip_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(FIDELITY))
+    assert report.tables == {"Measures": 5} and not report.skipped
+    rows = admin_rows(url, "SELECT id, price, wide, ratio, big, flag, day, seen, label, raw, "
+                           "CHAR_LENGTH(label) FROM `Measures` ORDER BY id")
+    assert rows[0] == (1, Decimal("12.34"), Decimal("123456789.0123000000"), 0.1,
+                       9223372036854775807, 1, dt.date(2024, 2, 29),
+                       dt.datetime(2024, 2, 29, 23, 59, 59, 123456), "Zoë  ", b"\x00\xff\x10", 5)
+    assert rows[1] == (2, Decimal("-0.05"), Decimal("-1.5000000000"), 1e300,
+                       -9223372036854775808, 0, dt.date(1, 1, 1), dt.datetime(1999, 12, 31),
+                       "it's a \\ back\\slash", b"", 19)
+    assert rows[2] == (3,) + (None,) * 10
+    assert rows[3] == (4, Decimal("0.00"), Decimal("0E-10"), -2.5, 0, 1, dt.date(9999, 12, 31),
+                       dt.datetime(2000, 1, 1, 0, 0, 0, 1), "日本語 🙂 café", b"\x00", 10)
+    assert rows[4][5] == 0 and rows[4][8] == "" and rows[4][9] is None
+    types = column_types(url, "Measures")
+    assert types["price"] == "decimal(10,2)" and types["wide"] == "decimal(30,10)"
+    assert types["ratio"] == "double" and types["flag"] == "tinyint(1)"
+    assert types["day"] == "date" and types["seen"] == "datetime(6)"
+    assert types["label"] == "text" and types["raw"] == "longblob"
+    assert types["big"].startswith("bigint")
+
+
+def test_awkward_text_survives(loader: fx.Loader, make_sqlite: Any, tmp_path: Path) -> None:
+    awkward = ["a\x00b", "line\nbreak\r\n", "tab\there", "ctrl-z \x1a", "back\\slash \\n",
+               "quote ' and \" and `", "%s %(x)s {}", "  ", "\u00e9\u0301 \U0001f600 \u202e"]
+    path = tmp_path / "awkward.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, k TEXT)")
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?)",
+                     [(i, value, f"{i}:{value}") for i, value in enumerate(awkward)])
+    conn.execute("CREATE TABLE u (k TEXT REFERENCES t(k))")
+    conn.commit()
+    conn.close()
+    url, report = loader(path)
+    assert report.coercions == []
+    assert admin_rows(url, "SELECT s FROM t ORDER BY id") == [(v,) for v in awkward]
+
+
+def test_evaluation_reads_what_was_loaded(loader: fx.Loader, make_sqlite: Any) -> None:
+    url, _ = loader(make_sqlite(FIDELITY))
+    with connect(url) as backend:
+        result = backend.execute("SELECT label, price FROM `Measures` WHERE id IN (1, 4) "
+                                 "ORDER BY id")
+    assert result.rows == [("Zoë  ", Decimal("12.34")), ("日本語 🙂 café", Decimal("0.00"))]
+
+
+NAMES = """
+CREATE TABLE "order" ("group" INTEGER PRIMARY KEY, "user" TEXT, "select" REAL);
+INSERT INTO "order" VALUES (1, 'a', 1.5), (2, 'b', NULL);
+CREATE TABLE "user" ("order" INTEGER REFERENCES "order"("group"), "Key" TEXT);
+INSERT INTO "user" VALUES (1, 'x'), (2, 'y'), (NULL, 'z');
+CREATE TABLE "OrderItems" ("ItemID" INTEGER PRIMARY KEY, "UnitPrice" DECIMAL(8, 2),
+                           "Order Ref" INTEGER REFERENCES "order"("group"));
+INSERT INTO "OrderItems" VALUES (1, 2.50, 1);
+CREATE TABLE "Empty Table" ("SomeText" TEXT, "When" DATE, "n" INTEGER NOT NULL);
+"""
+
+
+def test_names_are_kept_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(NAMES))
+    assert table_names(url) == sorted(["order", "user", "OrderItems", "Empty Table"])
+    assert set(column_types(url, "OrderItems")) == {"ItemID", "UnitPrice", "Order Ref"}
+    assert set(column_types(url, "order")) == {"group", "user", "select"}
+    assert report.tables == {"order": 2, "user": 3, "OrderItems": 1, "Empty Table": 0}
+    assert admin_rows(url, "SELECT `order`, `Key` FROM `user` ORDER BY `Key`") == [
+        (1, "x"), (2, "y"), (None, "z")]
+    assert column_types(url, "Empty Table") == {"SomeText": "text", "When": "date",
+                                                 "n": column_types(url, "Empty Table")["n"]}
+    assert admin_rows(url, "SELECT IS_NULLABLE FROM information_schema.COLUMNS WHERE "
+                           "TABLE_SCHEMA = %s AND COLUMN_NAME = 'n'", (url.database,)) == [("NO",)]
+
+
+@pytest.mark.parametrize(("mode", "tables", "columns"), [
+    ("lower", ["empty table", "order", "orderitems", "user"], {"itemid", "unitprice", "order ref"}),
+    ("snake", ["empty_table", "order", "order_items", "user"], {"item_id", "unit_price",
+                                                                "order_ref"}),
+])
+def test_name_modes(loader: fx.Loader, make_sqlite: Any, mode: str, tables: list[str],
+                    columns: set[str]) -> None:
+    url, report = loader(make_sqlite(NAMES), names=mode)
+    assert table_names(url) == tables
+    items = tables[2]
+    assert set(column_types(url, items)) == columns
+    assert items in report.tables
+    with connect(url) as backend:
+        schema = {t.name: t for t in backend.tables()}
+    ref_column = "order ref" if mode == "lower" else "order_ref"
+    assert [(fk.columns, fk.ref_table) for fk in schema[items].foreign_keys] == [
+        ((ref_column,), "order")]
+
+
+KEYS = """
+CREATE TABLE parent (code TEXT PRIMARY KEY, note TEXT);
+INSERT INTO parent VALUES ('ab', 'one'), ('cd', 'two');
+CREATE TABLE child (id INTEGER PRIMARY KEY, parent_code TEXT REFERENCES parent(code),
+                    amount DECIMAL(6, 2));
+INSERT INTO child VALUES (1, 'ab', 1.00), (2, 'cd', 2.00), (3, NULL, 3.00);
+CREATE TABLE pair (a INTEGER, b TEXT, PRIMARY KEY (a, b));
+INSERT INTO pair VALUES (1, 'x'), (1, 'y');
+"""
+
+
+def test_keys_are_carried_and_enforced(loader: fx.Loader, make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(KEYS))
+    assert report.coercions == []
+    with connect(url) as backend:
+        schema = {t.name: t for t in backend.tables()}
+    assert schema["parent"].primary_key == ("code",)
+    assert {name: t.row_count for name, t in schema.items()} == {"parent": 2, "child": 3,
+                                                                 "pair": 2}
+    assert schema["pair"].primary_key == ("a", "b")
+    assert [(fk.columns, fk.ref_table, fk.ref_columns) for fk in schema["child"].foreign_keys] \
+        == [(("parent_code",), "parent", ("code",))]
+    declared = {c.name: c.declared_type for c in schema["parent"].columns}
+    assert declared == {"code": "varchar(2)", "note": "text"}  # keyed text is sized
+    child = {c.name: (c.type.kind, c.declared_type) for c in schema["child"].columns}
+    assert child["amount"] == ("decimal", "decimal(6,2)")
+    conn = fx.admin_connection(url.set(database=None), url.database)
+    try:
+        with conn.cursor() as cur, pytest.raises(pymysql.err.IntegrityError):
+            cur.execute("INSERT INTO child VALUES (9, 'zz', 0)")
+    finally:
+        conn.close()
+
+
+BROKEN_KEYS = """
+CREATE TABLE people (name TEXT PRIMARY KEY, city TEXT);
+INSERT INTO people VALUES ('anna', 'x'), ('Anna', 'y'), ('Ánna', 'z'), ('bob', 'w'),
+                          ('bob ', 'v'), (NULL, 'n');
+CREATE TABLE visits (id INTEGER PRIMARY KEY, person TEXT REFERENCES people(name),
+                     place INTEGER REFERENCES nowhere(id));
+INSERT INTO visits VALUES (1, 'anna', NULL), (2, 'ghost', 5);
+"""
+
+
+def test_violated_keys_are_dropped_with_a_reason_and_rows_kept(loader: fx.Loader,
+                                                               make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(BROKEN_KEYS))
+    assert report.tables == {"people": 6, "visits": 2}
+    assert admin_rows(url, "SELECT count(*) FROM people") == [(6,)]
+    by_column = {(c.table, c.column): c for c in report.coercions}
+    key = by_column[("people", "name")]
+    # Default collation: 'anna' = 'Anna' = 'Ánna' and 'bob' = 'bob '; plus one NULL key.
+    assert "primary key not created" in key.message and "1 rows have a NULL key" in key.message
+    assert key.count == 1 + 5
+    assert "missing parent" in by_column[("visits", "person")].message
+    assert "no table 'nowhere'" in by_column[("visits", "place")].message
+    with connect(url) as backend:
+        schema = {t.name: t for t in backend.tables()}
+    assert schema["people"].primary_key == () and schema["visits"].foreign_keys == []
+
+
+UNUSUAL_KEYS = """
+CREATE TABLE notes (body TEXT PRIMARY KEY, n INTEGER);
+INSERT INTO notes VALUES (printf('%.800c', 'x'), 1), ('short', 2);
+CREATE TABLE parent (id INTEGER PRIMARY KEY, code TEXT UNIQUE);
+INSERT INTO parent VALUES (1, 'A1'), (2, 'B2');
+CREATE TABLE child (id INTEGER PRIMARY KEY, code TEXT REFERENCES parent(code),
+                    parent_id TEXT REFERENCES parent(id));
+INSERT INTO child VALUES (1, 'A1', '1'), (2, NULL, '2');
+"""
+
+
+def test_unusual_keys(loader: fx.Loader, make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(UNUSUAL_KEYS))
+    assert report.tables == {"notes": 2, "parent": 2, "child": 2}
+    by_column = {(c.table, c.column): c.message for c in report.coercions}
+    # 800 characters are more than an index key holds: the column stays TEXT, unkeyed.
+    assert "longer than a MySQL index key allows" in by_column[("notes", "body")]
+    assert column_types(url, "notes")["body"] == "text"
+    assert admin_rows(url, "SELECT CHAR_LENGTH(body) FROM notes ORDER BY n") == [(800,), (5,)]
+    # A key on a non-key parent column gets the index InnoDB needs; mismatched types are skipped.
+    assert "InnoDB requires matching types" in by_column[("child", "parent_id")]
+    assert set(by_column) == {("notes", "body"), ("child", "parent_id")}
+    with connect(url) as backend:
+        child = {t.name: t for t in backend.tables()}["child"]
+    assert [(fk.columns, fk.ref_table, fk.ref_columns) for fk in child.foreign_keys] == [
+        (("code",), "parent", ("code",))]
+
+
+def test_binary_collation_keeps_case_distinct_keys(loader: fx.Loader, make_sqlite: Any) -> None:
+    script = ("CREATE TABLE people (name TEXT PRIMARY KEY, city TEXT);"
+              "INSERT INTO people VALUES ('anna', 'x'), ('Anna', 'y'), ('Ánna', 'z');")
+    url, report = loader(make_sqlite(script), collation="utf8mb4_bin")
+    assert report.coercions == []
+    assert admin_rows(url, "SELECT count(*) FROM people WHERE name = 'anna'") == [(1,)]
+    with connect(url) as backend:
+        assert backend.tables()[0].primary_key == ("name",)
+        # the default collation would also match 'Anna' and 'Ánna'
+        assert backend.execute("SELECT city FROM people WHERE name = 'anna'").rows == [("x",)]
+
+
+def test_default_collation_is_the_servers(loader: fx.Loader, make_sqlite: Any,
+                                          admin_url: URL) -> None:
+    url, _ = loader(make_sqlite("CREATE TABLE t (s TEXT); INSERT INTO t VALUES ('Straße');"))
+    conn = fx.admin_connection(admin_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@character_set_server, @@collation_server")
+            charset, server_collation = cur.fetchone()
+    finally:
+        conn.close()
+    (collation,) = admin_rows(url, "SELECT COLLATION_NAME FROM information_schema.COLUMNS "
+                                   "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 't'",
+                              (url.database,))[0]
+    assert collation.startswith("utf8mb4_")
+    if charset == "utf8mb4":
+        assert collation == server_collation
+
+
+def test_unknown_collation_is_a_config_error(loader: fx.Loader, make_sqlite: Any) -> None:
+    with pytest.raises(ConfigError, match="not a utf8mb4 collation"):
+        loader(make_sqlite("CREATE TABLE t (x INTEGER);"), collation="latin1_swedish_ci")
+
+
+MIXED = """
+CREATE TABLE mixed (id INTEGER PRIMARY KEY, qty INTEGER, score REAL, note);
+INSERT INTO mixed VALUES (1, 5, 1.5, 'a'), (2, 'five', 9e999, 'b'), (3, 7, -9e999, 12),
+                         (4, NULL, 2.0, NULL);
+"""
+
+
+def test_declared_and_stored_types_disagreeing_are_reported(loader: fx.Loader,
+                                                            make_sqlite: Any) -> None:
+    url, report = loader(make_sqlite(MIXED))
+    assert report.tables == {"mixed": 4}
+    types = column_types(url, "mixed")
+    assert types["qty"] == "text"  # 'five' cannot be an integer: the values win
+    by_column = {(c.table, c.column): c for c in report.coercions}
+    assert ("mixed", "qty") in by_column
+    infinities = by_column[("mixed", "score")]
+    assert infinities.count == 2 and "NULL" in infinities.message
+    assert ("mixed", "note") in by_column  # an undeclared column holding text and a number
+    assert admin_rows(url, "SELECT id, qty, score, note FROM mixed ORDER BY id") == [
+        (1, "5", 1.5, "a"), (2, "five", None, "b"), (3, "7", None, "12"), (4, None, 2.0, None)]
+
+
+def test_unchanged_source_is_skipped(loader: fx.Loader, make_sqlite: Any,
+                                     admin_url: URL) -> None:
+    source = make_sqlite(MIXED)
+    url, first = loader(source)
+    before = fx.checksum(admin_url, url.database)
+    _, second = loader(source, database=url.database)
+    assert second.skipped and second.fingerprint == first.fingerprint
+    assert second.tables == first.tables and second.coercions == first.coercions
+    assert fx.checksum(admin_url, url.database) == before
+    _, renamed = loader(source, database=url.database, names="snake")
+    assert not renamed.skipped  # other settings, other database: load again
+    _, forced = loader(source, database=url.database, names="snake", replace=True)
+    assert not forced.skipped
+
+
+def test_changed_source_replaces_the_database(loader: fx.Loader, make_sqlite: Any,
+                                              admin_url: URL) -> None:
+    source = make_sqlite(KEYS)
+    url, first = loader(source)
+    with connect(url) as reader_before:
+        reader = reader_before.evaluation_user
+    conn = sqlite3.connect(source)
+    conn.executescript("DROP TABLE pair; INSERT INTO parent VALUES ('ef', 'three');"
+                       "CREATE TABLE fresh (x INTEGER); INSERT INTO fresh VALUES (42);")
+    conn.commit()
+    conn.close()
+    _, second = loader(source, database=url.database)
+    assert not second.skipped and second.fingerprint != first.fingerprint
+    assert table_names(url) == ["child", "fresh", "parent"]
+    assert admin_rows(url, "SELECT count(*) FROM parent") == [(3,)]
+    with connect(url) as backend:
+        assert backend.evaluation_user == reader  # same reader, password kept
+        assert backend.execute("SELECT x FROM fresh").rows == [(42,)]
+        schema = {t.name: t for t in backend.tables()}
+    assert schema["child"].foreign_keys[0].ref_table == "parent"
+    leftovers = admin_rows(admin_url.set(database="information_schema"),
+                           "SELECT SCHEMA_NAME FROM SCHEMATA WHERE SCHEMA_NAME LIKE 'polysql\\_stage\\_%%' "
+                           "OR SCHEMA_NAME LIKE 'polysql\\_old\\_%%'")
+    from polysql.backends.mysql.load import OLD_PREFIX, STAGE_PREFIX, auxiliary_name
+
+    ours = {auxiliary_name(STAGE_PREFIX, url.database), auxiliary_name(OLD_PREFIX, url.database)}
+    assert ours.isdisjoint(r[0] for r in leftovers)
+
+
+def test_readers_never_see_a_half_swapped_database(loader: fx.Loader, make_sqlite: Any) -> None:
+    source = make_sqlite("CREATE TABLE a (x INTEGER); CREATE TABLE b (x INTEGER);"
+                         "INSERT INTO a VALUES (1); INSERT INTO b VALUES (1);")
+    url, _ = loader(source)
+    seen: list[object] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        with connect(url) as backend:
+            while not stop.is_set():
+                result = backend.execute("SELECT (SELECT sum(x) FROM a), (SELECT sum(x) FROM b)")
+                seen.append(result.rows[0] if result.ok else result.error)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for generation in range(2, 6):
+            conn = sqlite3.connect(source)
+            conn.execute("UPDATE a SET x = ?", (generation,))
+            conn.execute("UPDATE b SET x = ?", (generation,))
+            conn.commit()
+            conn.close()
+            _, report = loader(source, database=url.database)
+            assert not report.skipped
+    finally:
+        stop.set()
+        reader.join()
+    generations = {row[0] for row in seen if isinstance(row, tuple)}
+    assert len(generations) >= 2, "the reader did not overlap the reloads"
+    # Every answer comes from one generation: both tables old, or both new.
+    assert all(isinstance(row, tuple) and row[0] == row[1] for row in seen), [
+        row for row in seen if not (isinstance(row, tuple) and row[0] == row[1])][:3]
+
+
+class FailingSource(SQLiteBackend):
+    """A real SQLite source whose second table breaks off after its first batch, as a crash
+    mid-load would."""
+
+    def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        if table.name != "child":
+            yield from super().read_table(table, batch_size=batch_size)
+            return
+        yield from super().read_table(table, batch_size=1)
+        raise LoadError("source vanished mid-copy")
+
+
+def test_failed_reload_leaves_the_old_database_intact(loader: fx.Loader, make_sqlite: Any,
+                                                      admin_url: URL) -> None:
+    source = make_sqlite(KEYS)
+    url, first = loader(source)
+    before = fx.checksum(admin_url, url.database)
+    conn = sqlite3.connect(source)
+    conn.execute("INSERT INTO parent VALUES ('zz', 'new')")
+    conn.commit()
+    conn.close()
+    broken: Backend = FailingSource.connect(f"sqlite:///{source}")
+    try:
+        with connect(url, read_only=False) as target, pytest.raises(LoadError, match="vanished"):
+            target.load(broken)
+    finally:
+        broken.close()
+    assert fx.checksum(admin_url, url.database) == before
+    from polysql.backends.mysql.load import STAGE_PREFIX, auxiliary_name
+
+    assert not fx.database_exists(admin_url, auxiliary_name(STAGE_PREFIX, url.database))
+    _, retried = loader(source, database=url.database)
+    assert not retried.skipped and retried.fingerprint != first.fingerprint
+    assert admin_rows(url, "SELECT count(*) FROM parent") == [(3,)]
+
+
+def test_load_interrupted_after_the_swap_is_redone(loader: fx.Loader, make_sqlite: Any,
+                                                   admin_url: URL) -> None:
+    """A crash between the swap and the final record leaves the "pending" mark written just
+    before the swap: the next load must reload (not skip, not refuse as foreign)."""
+    from polysql.backends.mysql.load import PENDING
+
+    source = make_sqlite("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+    url, first = loader(source)
+    conn = fx.admin_connection(admin_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("UPDATE polysql_meta.loads SET fingerprint = %s WHERE db_name = %s",
+                        (PENDING, url.database))
+    finally:
+        conn.close()
+    _, again = loader(source, database=url.database)
+    assert not again.skipped and again.fingerprint == first.fingerprint
+    _, third = loader(source, database=url.database)
+    assert third.skipped
+
+
+def test_drop_removes_database_reader_and_record(loader: fx.Loader, make_sqlite: Any,
+                                                 admin_url: URL) -> None:
+    url, _ = loader(make_sqlite("CREATE TABLE t (x INTEGER);"))
+    with connect(url) as backend:
+        reader = backend.evaluation_user
+    assert reader is not None and fx.account_exists(admin_url, reader)
+    MySQLBackend.drop(url)
+    assert not fx.database_exists(admin_url, url.database)
+    assert not fx.account_exists(admin_url, reader)
+    assert admin_rows(admin_url.set(database="polysql_meta"),
+                      "SELECT count(*) FROM loads WHERE db_name = %s", (url.database,)) == [(0,)]
+
+
+def test_read_only_backend_cannot_load(loader: fx.Loader, make_sqlite: Any) -> None:
+    source = make_sqlite("CREATE TABLE t (x INTEGER);")
+    url, _ = loader(source)
+    with connect(url) as backend, connect(f"sqlite:///{source}") as sqlite_source, \
+            pytest.raises(Exception, match="read-only"):
+        backend.load(sqlite_source)
+
+
+@pytest.mark.slow
+def test_a_million_rows(loader: fx.Loader, tmp_path: Path) -> None:
+    path = tmp_path / "big.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE big (id INTEGER PRIMARY KEY, label TEXT NOT NULL, amount DECIMAL(12, 2),
+                          day DATE);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+        INSERT INTO big SELECT i, 'row ' || i, i / 4.0, date('2000-01-01', '+' || (i % 3650)
+                                                             || ' days') FROM n;
+    """)
+    conn.commit()
+    conn.close()
+    started = time.perf_counter()
+    url, report = loader(path)
+    elapsed = time.perf_counter() - started
+    assert report.tables == {"big": 1_000_000}
+    assert admin_rows(url, "SELECT count(*), sum(amount), max(id), count(DISTINCT label) "
+                           "FROM big") == [(1_000_000, Decimal("125000125000.00"), 1_000_000,
+                                            1_000_000)]
+    assert elapsed < 600

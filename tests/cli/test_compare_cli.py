@@ -1,0 +1,89 @@
+"""``polysql compare`` exit codes on a real SQLite database: 0 match, 1 mismatch, 7 invalid gold
+(the gold query failed, so nothing could be judged), the same with ``--json``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from polysql.cli.main import EXIT_INVALID_GOLD, EXIT_MISMATCH, main
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> str:
+    path = tmp_path / "shop.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, total REAL);
+        INSERT INTO orders VALUES (1, 'ann', 10.5), (2, 'bob', 20.0), (3, 'ann', 7.25);
+    """)
+    conn.commit()
+    conn.close()
+    return f"sqlite:///{path}"
+
+
+def compare(url: str, gold: str, pred: str, *extra: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["compare", "--db", url, "--gold", gold, "--pred", pred,
+                                       *extra])
+    return result.exit_code, result.output
+
+
+GOLD = "SELECT customer, SUM(total) FROM orders GROUP BY customer"
+
+
+def test_exit_codes_are_distinct_and_stable() -> None:
+    assert (EXIT_MISMATCH, EXIT_INVALID_GOLD) == (1, 7)  # documented in docs/cli.md
+
+
+def test_matching_results_exit_0(shop: str) -> None:
+    code, output = compare(shop, GOLD, "SELECT customer, SUM(total) AS s FROM orders "
+                                       "GROUP BY 1 ORDER BY 2 DESC")
+    assert code == 0, output
+    assert output.startswith("match: ")
+
+
+def test_different_results_exit_1(shop: str) -> None:
+    code, output = compare(shop, GOLD, "SELECT customer, MAX(total) FROM orders GROUP BY customer")
+    assert code == EXIT_MISMATCH, output
+    assert output.startswith("mismatch: ")
+
+
+def test_a_failing_prediction_is_a_mismatch_not_invalid_gold(shop: str) -> None:
+    code, output = compare(shop, GOLD, "SELECT customer FROM no_such_table")
+    assert code == EXIT_MISMATCH, output
+    assert output.startswith("mismatch: prediction failed")
+
+
+def test_a_failing_gold_exits_7_whatever_the_prediction(shop: str) -> None:
+    for pred in (GOLD, "SELECT 1", "SELECT * FROM no_such_table"):
+        code, output = compare(shop, "SELECT customer FROM no_such_table", pred)
+        assert code == EXIT_INVALID_GOLD, output
+        assert output.startswith("invalid gold: the gold query failed")
+        assert "no_such_table" in output
+
+
+def test_json_output_keeps_the_exit_codes(shop: str) -> None:
+    code, output = compare(shop, "SELECT nope FROM orders", GOLD, "--json")
+    assert code == EXIT_INVALID_GOLD, output
+    verdict = json.loads(output)
+    assert verdict["match"] is False and verdict["details"]["invalid_gold"] is True
+
+    code, output = compare(shop, GOLD, "SELECT 1", "--json")
+    assert code == EXIT_MISMATCH
+    assert json.loads(output)["details"]["invalid_gold"] is False
+
+
+def test_the_process_exit_status_is_7(shop: str) -> None:
+    # what a shell script sees: the status of a real process, not of an in-process runner
+    done = subprocess.run(
+        [sys.executable, "-m", "polysql.cli", "compare", "--db", shop,
+         "--gold", "SELECT FROM WHERE", "--pred", "SELECT 1"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == EXIT_INVALID_GOLD, done.stdout + done.stderr
+    assert "invalid gold" in done.stdout

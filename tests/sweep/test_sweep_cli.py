@@ -1,0 +1,160 @@
+"""End-to-end sweeps through the CLI, on real SQLite and DuckDB engines."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from polysql.cli.main import EXIT_CONFIG, EXIT_STORE, main
+from polysql.core.store import ResultsStore
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
+    return cache
+
+
+def sweep(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def records(run: Path) -> list[dict[str, object]]:
+    return list(ResultsStore(run).records())
+
+
+def test_demo_sweep_gold_is_perfect_on_sqlite_and_worse_on_duckdb(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run))
+    assert code == 0, output
+    rows = records(run)
+    n_questions = len({r["question_id"] for r in rows})
+    assert n_questions >= 80
+    assert len(rows) == n_questions * 2 * 2  # predictors x engines
+    summary = json.loads((run / "summary.json").read_text())
+    cells = {(c["predictor"], c["engine"]): c for c in summary["cells"]}
+    assert cells[("gold", "sqlite")]["accuracy"] == 1.0
+    assert cells[("gold", "duckdb")]["accuracy"] < 1.0
+    assert cells[("transpile", "sqlite")]["accuracy"] == 1.0
+    for name in ("summary.csv", "report.md", "report.html"):
+        assert (run / name).stat().st_size > 0
+    assert "gold" in output and "duckdb" in output
+    # every failing duckdb record says why
+    for r in rows:
+        if r["engine"] == "duckdb" and r["status"] != "match":
+            assert r["reason"]
+
+
+def test_rerun_resumes_and_an_interrupted_run_finishes_only_the_rest(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, _ = sweep("--out", str(run), "--limit", "10")
+    assert code == 0
+    first = records(run)
+    assert len(first) == 40
+    code, output = sweep("--out", str(run), "--limit", "10")
+    assert code == 0 and "0 new records, 40 resumed" in output
+    # simulate Ctrl-C mid-way: keep 15 whole records and half of the 16th
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    (run / "results.jsonl").write_text("".join(lines[:15]) + lines[15][:30])
+    code, output = sweep("--out", str(run), "--limit", "10")
+    assert code == 0, output
+    assert "25 new records, 15 resumed" in output
+    again = {(r["question_id"], r["predictor"], r["engine"]): r["status"] for r in records(run)}
+    assert again == {(r["question_id"], r["predictor"], r["engine"]): r["status"] for r in first}
+
+
+def test_changed_verdict_settings_refuse_to_mix_into_an_old_run(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert sweep("--out", str(run), "--limit", "2")[0] == 0
+    code, output = sweep("--out", str(run), "--limit", "2", "--timeout", "5")
+    assert code == EXIT_STORE
+    assert "different timeout" in output and "--fresh" in output
+    code, output = sweep("--out", str(run), "--limit", "2", "--timeout", "5", "--fresh")
+    assert code == 0, output
+
+
+def test_prediction_file_with_bad_lines_and_missing_questions(tmp_path: Path) -> None:
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join([
+        json.dumps({"question_id": "demo-001", "dialect": "duckdb", "sql": "SELECT 1 AS x"}),
+        "{broken",
+        json.dumps({"question_id": "demo-002", "sql": "SELEC nonsense"}),
+    ]) + "\n")
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "3", "--engines", "duckdb",
+                         "--predictor", f"mine={preds}")
+    assert code == 0, output
+    assert f"{preds}:2: not valid JSON" in output
+    by_q = {r["question_id"]: r for r in records(run)}
+    assert by_q["demo-001"]["status"] in ("match", "mismatch")
+    assert by_q["demo-002"]["status"] == "exec_error"
+    assert by_q["demo-002"]["pred"]["error"]["kind"] == "syntax"
+    assert by_q["demo-003"]["status"] == "generation_failure"
+    assert by_q["demo-003"]["prediction_failure"] == "missing_prediction"
+
+
+def test_invalid_gold_is_reported_as_such(tmp_path: Path) -> None:
+    # a Spider-layout fixture whose second gold query references a missing table
+    root = tmp_path / "spider"
+    db_dir = root / "database" / "shop"
+    db_dir.mkdir(parents=True)
+    con = sqlite3.connect(db_dir / "shop.sqlite")
+    con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
+    con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b")])
+    con.commit()
+    con.close()
+    (root / "dev.json").write_text(json.dumps([
+        {"db_id": "shop", "question": "how many items", "query": "SELECT count(*) FROM item"},
+        {"db_id": "shop", "question": "broken", "query": "SELECT * FROM no_such_table"},
+    ]))
+    run = tmp_path / "run"
+    code, output = sweep("--dataset", f"spider:{root}", "--out", str(run), "--predictor", "gold")
+    assert code == 0, output
+    statuses = sorted((r["question_id"], r["engine"], r["status"]) for r in records(run))
+    assert [s for _, _, s in statuses].count("invalid_gold") == 2
+    assert [s for _, _, s in statuses].count("match") == 2
+
+
+def test_usage_errors_are_one_clear_line_with_a_stable_exit_code(tmp_path: Path) -> None:
+    code, output = sweep("--out", str(tmp_path / "r"), "--engines", "oracle")
+    assert code == EXIT_CONFIG
+    assert "unknown engine 'oracle'" in output and "Traceback" not in output
+    code, output = sweep("--out", str(tmp_path / "r"), "--engines", "nosuch://x")
+    assert code == EXIT_CONFIG and "no backend for engine URL scheme 'nosuch'" in output
+    code, output = sweep("--out", str(tmp_path / "r"), "--dataset", "nope")
+    assert code != 0 and "nope" in output and "Traceback" not in output
+
+
+def test_up_without_docker_says_what_is_missing_and_how_to_proceed() -> None:
+    """This machine has no Docker engine: `polysql up` must say so (or name the missing
+    extra) in one line, with the way to use existing servers instead."""
+    result = CliRunner().invoke(main, ["up"])
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output
+    assert ("pip install 'polysql[containers]'" in result.output
+            or "no Docker engine is reachable" in result.output)
+
+
+def test_an_unreachable_engine_is_abandoned_without_recording_anything_for_it(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "3", "--predictor", "gold",
+                         "--engines", "sqlite,down=postgresql://postgres@127.0.0.1:1/")
+    assert code == 6, output
+    assert "engine down was abandoned" in output and "re-run to resume" in output
+    assert {r["engine"] for r in records(run)} == {"sqlite"}  # nothing recorded as wrong for it
+
+
+def test_a_bad_policy_option_fails_before_any_work(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "1", "--policy", "rel_tol=2")
+    assert code == EXIT_CONFIG, output
+    assert "rel_tol" in output and "Traceback" not in output
+    code, output = sweep("--out", str(run), "--limit", "1", "--policy", "no_such_rule=1")
+    assert code == EXIT_CONFIG and "valid options are" in output
+    assert not (run / "results.jsonl").exists()

@@ -47,7 +47,7 @@ from polysql.backends.snowflake.connect import (
     query_value,
 )
 from polysql.backends.snowflake.execute import run_statement
-from polysql.backends.snowflake.introspect import read_tables
+from polysql.backends.snowflake.introspect import holds_tables, read_tables
 from polysql.backends.snowflake.load import load_into_snowflake
 from polysql.backends.snowflake.load_copy import Session
 from polysql.backends.snowflake.screen import screen_statement
@@ -134,7 +134,26 @@ class SnowflakeBackend(Backend):
         backend = cls(parsed, read_only=read_only, reader_role=role, pool_size=pool_size,
                       screen_sql=screen, server_timeout=server_timeout, bulk=bulk)
         backend.version()  # fail here, not at the first statement, when nothing answers
+        if read_only:
+            backend._require_tables()
         return backend
+
+    def _require_tables(self) -> None:
+        """Evaluating needs the tables a load made: without them every query would fail later
+        as a wrong answer ("table does not exist") instead of the engine being unavailable now."""
+        database, schema = self.location.database, self.location.schema
+        if not database or not schema:
+            return  # a server URL: nothing to evaluate against yet, said when a query runs
+        try:
+            with self._pool.connection() as conn:
+                present = holds_tables(conn, database, schema)
+        except sf_errors.Error:
+            present = False
+        if not present:
+            self.close()
+            raise EngineUnavailableError(
+                f"{database}.{schema} holds no tables on {self!r} (or this login may not see "
+                f"them): load it first (polysql load SOURCE URL) or name a loaded database")
 
     def _open(self) -> SnowflakeConnection:
         return open_connection(self._params)

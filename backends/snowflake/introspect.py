@@ -36,6 +36,15 @@ def _literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def holds_tables(conn: SnowflakeConnection, database: str, schema: str) -> bool:
+    """Whether ``database.schema`` holds a table this login can see. A database that is missing
+    or not granted raises the connector's error, which the caller reads as "no". (Existence alone
+    proves nothing: the emulator creates a database and schema on connect.)"""
+    _, rows = _rows(conn, f"SELECT COUNT(*) FROM {quote_ident(database)}.INFORMATION_SCHEMA.TABLES "
+                          f"WHERE TABLE_SCHEMA = {_literal(schema)} AND TABLE_TYPE = 'BASE TABLE'")
+    return bool(rows and rows[0][0])
+
+
 def read_tables(conn: SnowflakeConnection, database: str, schema: str) -> list[Table]:
     info = f"{quote_ident(database)}.INFORMATION_SCHEMA"
     _, table_rows = _rows(

@@ -339,11 +339,7 @@ def test_an_evaluation_connection_cannot_load(backend: Backend, fixture_db: Path
 
 # -- connecting ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", engines_with(notimpl={
-    "snowflake": (None, "connect opens its connection pool lazily and never checks that the "
-                        "database exists: a never-loaded target connects, and its queries fail "
-                        "later as runtime errors ('Table ... does not exist')"),
-}), indirect=True)
+@pytest.mark.parametrize("target", engines_with(), indirect=True)
 def test_a_target_never_loaded_is_unavailable(target: Target) -> None:
     with pytest.raises(EngineUnavailableError):
         target.evaluation().close()

@@ -24,6 +24,15 @@ class Question:
     tags: tuple[str, ...] = ()
     source_dialect: str = GOLD_DIALECT
     difficulty: str | None = None
+    #: gold SQL the benchmark also ships written natively for other dialects, as (dialect, SQL)
+    #: pairs with lower-case dialect names as the benchmark spells them (``mysql``,
+    #: ``postgresql``); ``gold_sql`` stays the reference. A tuple keeps the question hashable.
+    native_golds: tuple[tuple[str, str], ...] = ()
+
+    def native_gold(self, dialect: str) -> str | None:
+        """The gold written natively for ``dialect`` (any spelling's lower case), or None."""
+        wanted = dialect.lower()
+        return next((sql for name, sql in self.native_golds if name == wanted), None)
 
 
 @dataclass(slots=True)

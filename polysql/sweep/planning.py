@@ -31,7 +31,7 @@ from polysql.datasets.base import Dataset, Question
 from polysql.engines.fleet import EngineSpec
 from polysql.sweep.config import VERDICT_SETTINGS, SweepConfig
 from polysql.sweep.inputs import Inputs, RecordInputs
-from polysql.sweep.predictors import FilePredictor
+from polysql.sweep.predictors import FilePredictor, NativeGoldPredictor
 
 
 @dataclass(slots=True)
@@ -95,6 +95,9 @@ class RunPlanner:
         engines = [(spec.name, spec.dialect) for spec in self.engines]
         all_ids = [q.id for q in self.dataset.questions]
         for predictor in self.predictors:
+            if isinstance(predictor, NativeGoldPredictor):
+                targets = [TargetEngine(name=spec.name, dialect=spec.dialect) for spec in self.engines]
+                problems.extend(predictor.coverage(questions, targets, self.dataset.name))
             if isinstance(predictor, FilePredictor):
                 problems.extend(str(p) for p in predictor.problems)
                 audit = predictor.audit(all_ids, engines, selected=[q.id for q in questions],

@@ -2,6 +2,7 @@
 
 - ``gold``: the source-dialect gold SQL run verbatim on every engine (naive portability).
 - ``transpile``: the gold SQL translated by sqlglot into the engine's dialect.
+- ``native-gold``: the gold the benchmark ships written for the engine's own dialect.
 - ``file``: a JSONL file of ``{"question_id", "dialect", "sql"}`` produced by any system.
 - ``llm:NAME``: a model declared in ``polysql.toml``, prompted per engine
   (:mod:`polysql.llm.predictors`; needs the ``llm`` extra).
@@ -70,6 +71,55 @@ class TranspilePredictor(Predictor[Question]):
         if len(statements) != 1:
             return Prediction(sql=None, failure=f"transpile_failure: produced {len(statements)} statements")
         return Prediction(sql=statements[0])
+
+
+class NativeGoldPredictor(Predictor[Question]):
+    """Each engine's own gold: the SQL the benchmark ships written natively for the engine's
+    dialect family (a ``mysql`` gold runs on MySQL and MariaDB, a ``postgresql`` gold on
+    PostgreSQL), compared with the reference gold run on its source engine. A question without a
+    native gold for an engine is ``missing_prediction`` there, so the denominator stays whole."""
+
+    name = "native-gold"
+
+    def _sql(self, question: Question, engine: TargetEngine) -> str | None:
+        if engine.dialect == question.source_dialect:
+            return question.gold_sql
+        for key in _engine_keys(engine.name, engine.dialect):
+            sql = question.native_gold(key)
+            if sql is not None:
+                return sql
+        return None
+
+    def input_digest(self, question: Question, engine: TargetEngine) -> str:
+        return content_digest("native-gold", self._sql(question, engine) or "")
+
+    def predict(self, question: Question, engine: TargetEngine) -> Prediction:
+        sql = self._sql(question, engine)
+        if sql is None:
+            return Prediction(sql=None, failure="missing_prediction")
+        return Prediction(sql=sql, meta={"native": engine.dialect != question.source_dialect})
+
+    def coverage(self, questions: Sequence[Question], engines: Sequence[TargetEngine],
+                 dataset: str) -> list[str]:
+        """Warnings for the (question, engine) pairs this sweep has no native gold for; raises
+        when the swept questions carry no native gold for any swept engine of another dialect
+        (every pair would be missing_prediction: a sweep of nothing)."""
+        foreign = [engine for engine in engines
+                   if any(engine.dialect != q.source_dialect for q in questions)]
+        if not foreign:
+            return []
+        missing = {engine.name: sum(1 for q in questions if engine.dialect != q.source_dialect
+                                    and self._sql(q, engine) is None) for engine in foreign}
+        if all(missing[e.name] == sum(e.dialect != q.source_dialect for q in questions)
+               for e in foreign):
+            raise ConfigError(
+                f"predictor native-gold: dataset {dataset} has no gold SQL written for "
+                f"{', '.join(e.name for e in foreign)}; native golds come with the dataset (a "
+                "BIRD mini-dev folder with its mini_dev_mysql.json / mini_dev_postgresql.json, "
+                "or gold_sql_<dialect> fields in a generic questions.jsonl)")
+        return [f"predictor native-gold: {count} of {len(questions)} question(s) have no gold "
+                f"written for {name}; they are recorded as missing_prediction there"
+                for name, count in missing.items() if count]
 
 
 def text_problem(text: str) -> str | None:
@@ -451,11 +501,11 @@ def _unknown_dialect(name: str) -> str:
     return f"dialect {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
-BUILTIN_PREDICTORS = ("gold", "transpile")
+BUILTIN_PREDICTORS = ("gold", "transpile", "native-gold")
 
 
 def make_predictor(spec: str, *, llm: LLMOptions | None = None) -> Predictor:
-    """``gold``, ``transpile``, ``file:PATH``, ``NAME=PATH`` (a predictions file named NAME) or
+    """``gold``, ``transpile``, ``native-gold``, ``file:PATH``, ``NAME=PATH`` (a predictions file named NAME) or
     ``llm:NAME`` (a model from the config file; ``llm`` gives the config path, prompt settings
     and response cache, by default ``./polysql.toml``, default prompts and the on-disk cache)."""
     spec = spec.strip()
@@ -465,6 +515,8 @@ def make_predictor(spec: str, *, llm: LLMOptions | None = None) -> Predictor:
         return GoldPredictor()
     if spec == "transpile":
         return TranspilePredictor()
+    if spec == "native-gold":
+        return NativeGoldPredictor()
     if spec.startswith("file:"):
         return FilePredictor(spec[len("file:"):])
     if "=" in spec:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
+from polysql.backends._common.readers import not_loaded, privileged_login_refusal
 from polysql.backends.mysql.connect import Login, open_connection
 from polysql.core.errors import ConfigError, LoadError
 from polysql.core.schema import LoadReport
@@ -271,13 +272,8 @@ def evaluation_login(conn: pymysql.connections.Connection, login: Login) -> Eval
     extra = broad_privileges(conn)
     if not extra:
         return EvaluationLogin(login)
-    shown = ", ".join(sorted(set(extra))[:5])
-    where = (f"database {login.database!r} was not loaded by polysql (no reader recorded in "
-             f"{META_DATABASE})" if login.database else "the URL names no database")
-    return EvaluationLogin(None, (
-        f"evaluated SQL never runs as {login.user!r}, which holds {shown}; {where}. Load the "
-        f"database with polysql (which creates a SELECT-only reader), or connect with a login "
-        f"that has only SELECT"))
+    return EvaluationLogin(None, privileged_login_refusal(
+        login.user, extra, not_loaded(login.database, META_DATABASE)))
 
 
 # -- evaluation databases built from setup scripts -------------------------------------------

@@ -27,6 +27,7 @@ from sqlalchemy.engine import URL
 from polysql.backends._common.cancel import Flights
 from polysql.backends._common.guard import screen
 from polysql.backends._common.pool import ConnectionPool
+from polysql.backends._common.readers import not_loaded, privileged_login_refusal
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import (
     DEFAULT_MAX_ROWS,
@@ -48,8 +49,10 @@ from polysql.backends.postgres.introspect import read_tables
 from polysql.backends.postgres.load import load_into_postgres
 from polysql.backends.postgres.setup import (
     DEFAULT_READER,
+    META_DATABASE,
+    broad_rights,
     build_from_script,
-    reader_credentials,
+    loaded_reader,
 )
 from polysql.backends.postgres.types import MAX_IDENTIFIER_BYTES
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
@@ -152,16 +155,29 @@ class PostgresBackend(Backend):
 
     @staticmethod
     def _reader_login(url: URL, reader_role: str) -> dict[str, Any]:
+        """The login evaluated SQL runs as: the URL's own when it names the reader or a login
+        that can only read; else the reader polysql created when it loaded this database; else
+        a refusal (an administrator's login never runs evaluated SQL)."""
+        own = connection_params(url)
         if url.username == reader_role:
-            return connection_params(url)
-        password = reader_credentials(url, reader_role)
+            return own
+        conn = open_connection(own)  # a database that is not there is unavailable, here
+        try:
+            rights = broad_rights(conn)
+        finally:
+            conn.close()
+        if not rights:
+            return own
+        loaded, password = loaded_reader(url, own["dbname"], reader_role)
+        if not loaded:
+            raise EngineError(privileged_login_refusal(
+                own["user"], rights, not_loaded(own["dbname"], f"{META_DATABASE} on this server")))
         if password is None:
-            server = describe(connection_params(url))
-            # nothing is loaded on this server yet: the same as a database that is not there
+            server = describe(own)
             raise EngineUnavailableError(
-                f"no evaluation role {reader_role!r} is recorded on {server}: load a database "
-                f"first (polysql load SOURCE {url.render_as_string(hide_password=True)}); "
-                f"evaluated SQL never runs as the URL's own user")
+                f"no evaluation role {reader_role!r} is recorded on {server}: load the database "
+                f"again (polysql load SOURCE {url.render_as_string(hide_password=True)}) or name "
+                f"the reader polysql created; evaluated SQL never runs as the URL's own user")
         return connection_params(url, user=reader_role, password=password)
 
     def _open(self) -> psycopg.Connection:

@@ -31,7 +31,6 @@ from sqlalchemy.engine import URL
 from polysql.backends.postgres.connect import (
     MAINTENANCE_DATABASE,
     connection_params,
-    describe,
     open_connection,
 )
 from polysql.backends.postgres.introspect import EVALUATION_SCHEMA
@@ -227,17 +226,52 @@ class MetaStore:
                               (_SCHEMA_LOCK + 1, database))
 
 
-def reader_credentials(admin_url: URL, role: str) -> str | None:
-    """The password recorded for ``role``, looked up with the URL's administrator login; None
-    when polysql has not created that role on this server."""
-    store = MetaStore.open(admin_url, create=False)
-    if store is None:
-        return None
+# What a login may do beyond reading, in the database it is connected to. Role attributes first,
+# then write privileges on tables and views (owning one gives them all), then CREATE rights.
+_BROAD_RIGHTS = r"""
+SELECT unnest(array_remove(ARRAY[
+    CASE WHEN rolsuper THEN 'SUPERUSER' END, CASE WHEN rolcreaterole THEN 'CREATEROLE' END,
+    CASE WHEN rolcreatedb THEN 'CREATEDB' END, CASE WHEN rolbypassrls THEN 'BYPASSRLS' END,
+    CASE WHEN rolreplication THEN 'REPLICATION' END], NULL))
+FROM pg_roles WHERE rolname = current_user
+UNION ALL
+(SELECT p.privilege || ' on ' || quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) AS p(privilege)
+ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%'
+   AND has_table_privilege(c.oid, p.privilege)
+ ORDER BY 1 LIMIT 20)
+UNION ALL
+SELECT 'CREATE on schema ' || quote_ident(nspname) FROM pg_namespace
+WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname NOT LIKE 'pg\_%'
+  AND has_schema_privilege(oid, 'CREATE')
+UNION ALL
+SELECT 'CREATE on database ' || quote_ident(current_database())
+WHERE has_database_privilege(current_database(), 'CREATE')
+"""
+
+
+def broad_rights(conn: psycopg.Connection) -> list[str]:
+    """What ``conn``'s login may do in its database beyond reading; empty for a SELECT-only
+    login, the only kind of login evaluated SQL may run as besides polysql's own reader."""
+    return [str(row[0]) for row in conn.execute(_BROAD_RIGHTS)]
+
+
+def loaded_reader(admin_url: URL, database: str, role: str) -> tuple[bool, str | None]:
+    """Whether polysql loaded ``database`` on this server, and the password recorded for the
+    reader ``role`` (None when polysql never created it). A login that may not read polysql's
+    records (they are kept from everyone but administrators) sees no load."""
     try:
-        return store.reader_password(role)
-    except psycopg.Error as exc:
-        raise EngineError(f"cannot read polysql's role records in {META_DATABASE!r} as "
-                          f"{describe(connection_params(admin_url))}: {exc}") from exc
+        store = MetaStore.open(admin_url, create=False)
+    except EngineError:
+        return False, None
+    if store is None:
+        return False, None
+    try:
+        return store.load_record(database) is not None, store.reader_password(role)
+    except psycopg.Error:
+        return False, None
     finally:
         store.close()
 

@@ -1,0 +1,119 @@
+"""A PostgreSQL database polysql did not load: built here from plain SQL by an administrator, as a
+team that already has its benchmark on a server would have it.
+
+Evaluated SQL runs as the URL's own login when that login can only read (no ``reader_role``
+option needed); an administrator's or a writer's login is refused with the message MySQL gives,
+naming what the login holds and how to get a reader."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from polysql_testkit import pg_fixtures
+from sqlalchemy.engine import URL
+
+import polysql
+from polysql.backends._common.readers import not_loaded, privileged_login_refusal
+from polysql.core.errors import EngineError, EngineUnavailableError
+
+pytestmark = pytest.mark.postgres
+admin_url = pg_fixtures.admin_url
+
+SCRIPT = """
+CREATE TABLE invoice (id integer PRIMARY KEY, customer text NOT NULL, total numeric(10, 2));
+INSERT INTO invoice VALUES (1, 'Ann', 10.50), (2, 'Bob', NULL), (3, 'Zoë', 7.25);
+"""
+
+
+@dataclass(frozen=True)
+class Existing:
+    admin: URL
+    database: str
+    reader: str
+    writer: str
+
+    def url(self, user: str) -> str:
+        return self.admin.set(username=user, password=None, database=self.database
+                              ).render_as_string(hide_password=False)
+
+    def rows(self) -> list[tuple[object, ...]]:
+        with pg_fixtures.admin_connection(self.admin, self.database) as conn:
+            return conn.execute("SELECT id, customer, total FROM invoice ORDER BY id").fetchall()
+
+
+@pytest.fixture(scope="module")
+def existing(admin_url: URL) -> Iterator[Existing]:
+    database = pg_fixtures.unique("team_benchmark")
+    reader, writer = pg_fixtures.unique("team_reader"), pg_fixtures.unique("team_writer")
+    with pg_fixtures.admin_connection(admin_url, "postgres") as server:
+        server.execute(f'CREATE DATABASE "{database}"')
+        server.execute(f'CREATE ROLE "{reader}" LOGIN')
+        server.execute(f'CREATE ROLE "{writer}" LOGIN')
+    try:
+        with pg_fixtures.admin_connection(admin_url, database) as conn:
+            conn.execute(SCRIPT)
+            # whatever the server's defaults, nobody but the owner may create objects here
+            conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+            conn.execute(f'GRANT SELECT ON invoice TO "{reader}"')
+            conn.execute(f'GRANT SELECT, INSERT ON invoice TO "{writer}"')
+        yield Existing(admin_url, database, reader, writer)
+    finally:
+        with pg_fixtures.admin_connection(admin_url, "postgres") as server:
+            server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            server.execute(f'DROP ROLE IF EXISTS "{reader}"')
+            server.execute(f'DROP ROLE IF EXISTS "{writer}"')
+
+
+def test_a_select_only_login_is_used_as_given(existing: Existing) -> None:
+    with polysql.connect(existing.url(existing.reader)) as backend:
+        who = backend.execute("SELECT current_user")
+        assert who.ok, who.error
+        assert who.rows == [(existing.reader,)]
+        total = backend.execute("SELECT count(*), sum(total) FROM invoice")
+        assert total.ok, total.error
+        assert [tuple(map(str, row)) for row in total.rows] == [("3", "17.75")]
+
+
+def test_hostile_sql_through_the_reader_changes_nothing(existing: Existing) -> None:
+    before = existing.rows()
+    with polysql.connect(existing.url(existing.reader)) as backend:
+        for statement in ("INSERT INTO invoice VALUES (4, 'Eve', 1)", "DELETE FROM invoice",
+                          "DROP TABLE invoice", "CREATE TABLE stolen AS SELECT * FROM invoice"):
+            result = backend.execute(statement)
+            assert not result.ok and result.error is not None, statement
+            assert result.error.kind == "forbidden", (statement, result.error)
+        # the screen off: the login's own rights and the read-only transaction still hold
+        with polysql.connect(existing.url(existing.reader), screen=False) as unscreened:
+            result = unscreened.execute("DELETE FROM invoice")
+            assert not result.ok and result.error is not None
+    assert existing.rows() == before
+
+
+def test_an_administrator_login_is_refused_naming_its_rights(existing: Existing) -> None:
+    admin = existing.admin.username or "postgres"
+    with pytest.raises(EngineError) as refused:
+        polysql.connect(existing.url(admin))
+    message = str(refused.value)
+    assert not isinstance(refused.value, EngineUnavailableError)
+    assert message.startswith(f"evaluated SQL never runs as {admin!r}, which holds ")
+    assert "SUPERUSER" in message
+    assert f"database {existing.database!r} was not loaded by polysql" in message
+    assert "connect with a login that has only SELECT" in message
+
+
+def test_a_login_that_can_write_is_refused_with_the_shared_message(existing: Existing) -> None:
+    with pytest.raises(EngineError) as refused:
+        polysql.connect(existing.url(existing.writer))
+    # the words every server engine uses (MySQL's refusal is built by the same function)
+    assert str(refused.value) == privileged_login_refusal(
+        existing.writer, ["INSERT on public.invoice"],
+        not_loaded(existing.database, "polysql_meta on this server"))
+
+
+def test_a_login_on_a_database_that_is_not_there_is_unavailable(existing: Existing) -> None:
+    url = existing.admin.set(username=existing.reader, password=None,
+                             database=existing.database + "_missing")
+    with pytest.raises(EngineUnavailableError, match="does not exist"):
+        polysql.connect(url.render_as_string(hide_password=False))

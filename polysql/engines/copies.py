@@ -7,6 +7,12 @@ databases here. A copy is built from one of two sources:
 * a :class:`~polysql.backends.base.SetupScript` (a rewrite case's ``setup_sql``): run into a fresh
   database by the engine's own :meth:`~polysql.backends.base.Backend.build_from_script`.
 
+Or it is not built at all: an engine URL whose database part holds ``{db_id}``
+(``postgresql://reader@host/{db_id}``) names databases that already exist, one per db_id, which
+polysql did not load. They are opened read-only as they are (the backend refuses a login that
+could write), and their fingerprint is their own content's (schema and row counts), so records
+made on them are bound to what the database held, like any other input.
+
 Either way the copy lives where the engine's ``Backend.evaluation_url`` puts it (a file under the
 cache, a database on the server), is rebuilt only when its fingerprint changed (the source's
 content digest, the script's sha256: both recorded by the engine, outside the copy), and is opened
@@ -26,13 +32,18 @@ from sqlalchemy.engine import URL
 
 from polysql.backends.base import Backend, SetupScript
 from polysql.core import paths
+from polysql.core.digest import content_digest
 from polysql.core.errors import EngineUnavailableError
 from polysql.core.schema import LoadReport
 from polysql.engines.loading import load
 from polysql.engines.registry import alias_url, backend_class, parse_url
 
-__all__ = ["Built", "EvaluationCopies", "EvaluationCopy", "Source", "build_copy", "copy_url",
-           "engine_name", "engine_url", "open_copy"]
+__all__ = ["DB_ID_PLACEHOLDER", "Built", "EvaluationCopies", "EvaluationCopy", "Source",
+           "build_copy", "copy_url", "engine_name", "engine_url", "names_existing", "open_copy",
+           "open_existing"]
+
+#: in an engine URL's database part: the databases exist already, one per db_id
+DB_ID_PLACEHOLDER = "{db_id}"
 
 #: what a copy is built from: the URL of a source database, or a setup script
 Source = str | SetupScript
@@ -140,9 +151,49 @@ def build_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
     return Built(backend, engine_name(backend, base), target, report)
 
 
+def names_existing(engine: str | URL) -> bool:
+    """Whether ``engine``'s URL names existing databases (its database part holds ``{db_id}``)."""
+    return DB_ID_PLACEHOLDER in (engine_url(engine).database or "")
+
+
+def existing_fingerprint(backend: Backend) -> str:
+    """A digest of what an existing database holds as far as evaluated SQL can tell cheaply:
+    every table's name, columns, keys and row count. A change of data that keeps every count
+    (an UPDATE) is not seen; a load's fingerprint, of the source's content, would be."""
+    return content_digest("existing", [
+        (table.name, [(c.name, str(c.type), c.nullable, c.declared_type) for c in table.columns],
+         list(table.primary_key), table.row_count) for table in backend.tables()])
+
+
+def open_existing(engine: str | URL, *, db_id: str, **options: Any) -> EvaluationCopy:
+    """Open the existing database ``engine``'s URL names for ``db_id``, read-only, as it is."""
+    base = engine_url(engine)
+    backend = backend_class(base)
+    url = base.set(database=(base.database or "").replace(DB_ID_PLACEHOLDER, db_id))
+    try:
+        opened = backend.connect(url, read_only=True, **options)
+    except ImportError as exc:
+        if _ours(exc):
+            raise
+        raise _client_failed(backend, exc) from exc
+    try:
+        tables = {table.name: table.row_count or 0 for table in opened.tables()}
+        fingerprint = existing_fingerprint(opened)
+    except BaseException:
+        opened.close()
+        raise
+    shown = url.render_as_string(hide_password=True)
+    report = LoadReport(source=shown, target=shown, fingerprint=fingerprint, skipped=True,
+                        tables=tables)
+    return EvaluationCopy(engine_name(backend, base), url, opened, report)
+
+
 def open_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
               cache_dir: Path | None = None, **options: Any) -> EvaluationCopy:
-    """:func:`build_copy`, then open the copy read-only (``options`` go to both)."""
+    """:func:`build_copy`, then open the copy read-only (``options`` go to both); for a URL
+    naming existing databases, :func:`open_existing` (nothing is built)."""
+    if names_existing(engine):
+        return open_existing(engine, db_id=db_id, **options)
     return build_copy(engine, dataset=dataset, db_id=db_id, source=source, cache_dir=cache_dir,
                       **options).open(**options)
 

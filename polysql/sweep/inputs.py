@@ -2,8 +2,10 @@
 
 A record carries ``inputs``: a digest of the prediction's inputs (the SQL of a predictions file,
 the gold for ``gold``, sqlglot's version and the gold for ``transpile``, the prompt's ingredients
-and model settings for a model), of the gold SQL, and the fingerprint of the source database. On
-resume a record whose digests differ from today's is re-evaluated; an identical one is kept.
+and model settings for a model), of the gold SQL, and the fingerprint of the source database;
+on an engine whose databases polysql did not load (an existing database per db_id), also the
+fingerprint of that database. On resume a record whose digests differ from today's is
+re-evaluated; an identical one is kept.
 """
 
 from __future__ import annotations
@@ -29,10 +31,23 @@ class RecordInputs:
     per database (hashing a large database is the only costly part).
     """
 
-    def __init__(self, database_fingerprint: Callable[[str], str]) -> None:
+    def __init__(self, database_fingerprint: Callable[[str], str],
+                 target_fingerprint: Callable[[str, str], str | None] = lambda engine, db_id: None,
+                 ) -> None:
         self._fingerprint_of = database_fingerprint
+        self._target_of = target_fingerprint
         self._fingerprints: dict[str, str] = {}
+        self._targets: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
+
+    def target(self, engine: str, db_id: str) -> str | None:
+        """The fingerprint of an existing database ``engine`` evaluates on for ``db_id``; None
+        for a copy polysql builds from the source (the source's fingerprint covers it)."""
+        key = (engine, db_id)
+        with self._lock:
+            if key not in self._targets:
+                self._targets[key] = self._target_of(engine, db_id)
+            return self._targets[key]
 
     def database(self, db_id: str) -> str:
         with self._lock:
@@ -41,6 +56,10 @@ class RecordInputs:
             return self._fingerprints[db_id]
 
     def of(self, question: Question, predictor: Predictor[Question], engine: TargetEngine) -> Inputs:
-        return {"prediction": predictor.input_digest(question, engine),
-                "gold": gold_digest(question),
-                "database": self.database(question.db_id)}
+        inputs = {"prediction": predictor.input_digest(question, engine),
+                  "gold": gold_digest(question),
+                  "database": self.database(question.db_id)}
+        target = self.target(engine.name, question.db_id)
+        if target is not None:  # only then: records on built copies keep the inputs they had
+            inputs["target"] = target
+        return inputs

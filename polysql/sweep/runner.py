@@ -18,12 +18,14 @@ from typing import Any
 
 from polysql.analysis.reports.sweep import write_reports
 from polysql.analysis.summary import summarize
-from polysql.core.errors import ConfigError
+from polysql.core.digest import content_digest
+from polysql.core.errors import ConfigError, EngineError
 from polysql.core.paths import cache_dir
 from polysql.core.predictor import Predictor
 from polysql.core.store import RUN_FILE, ResultsStore, RunPlan, record_key
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
+from polysql.engines.copies import names_existing, open_existing
 from polysql.engines.fleet import EngineFleet, parse_engine_specs
 from polysql.engines.registry import connect
 from polysql.llm.predictors import LLMOptions
@@ -59,7 +61,7 @@ class Sweep:
         self.store = ResultsStore(self.run_dir)
         self.problems: list[str] = []
         self.schemas = SchemaCatalog()  # schema text per (engine, database), for model prompts
-        self._inputs = RecordInputs(self._database_fingerprint)
+        self._inputs = RecordInputs(self._database_fingerprint, self._existing_fingerprint)
         self._crash: BaseException | None = None  # an error of the work thread, raised in run()
 
     def _make_predictors(self, config: SweepConfig) -> list[Predictor[Question]]:
@@ -81,6 +83,19 @@ class Sweep:
         """Content digest of a source database (what a record's verdict was computed over)."""
         with connect(self.dataset.database_url(db_id), read_only=True) as source:
             return source.fingerprint()
+
+    def _existing_fingerprint(self, engine: str, db_id: str) -> str | None:
+        """Content digest of the existing database an engine evaluates on for ``db_id`` (None
+        for engines whose copies polysql builds). One that cannot be reached now gets a digest
+        no record holds, so its work stays to do and is run (or found unavailable) later."""
+        spec = next(s for s in self.engines if s.name == engine)
+        if not names_existing(spec.url):
+            return None
+        try:
+            with open_existing(spec.url, db_id=db_id) as copy:
+                return copy.report.fingerprint
+        except EngineError as exc:
+            return content_digest("unreachable", str(exc))
 
     def run(self) -> SweepOutcome:
         started = time.perf_counter()

@@ -571,6 +571,12 @@ PARSE: dict[tuple[str, str], Parse] = {
         Parse(HOSTED_API, models=("gpt4o",), config_doc="docs/llm.md"),
     ("docs/rewrite.md", "polysql rewrite run --pool duckdb-core -m llm:smol --config polysql.toml"):
         Parse(SMOL, models=("smol",), config_doc="docs/llm.md"),
+    ("docs/engines.md", "polysql sweep --dataset bird:path/to/dev --engines sqlite,"
+                        "pg=postgresql://team_ro@db.example:5432/{db_id},"
+                        "my=mysql://team_ro@db.example:3306/{db_id}"):
+        Parse("needs a team's own databases on its servers; tests/sweep/"
+              "test_existing_databases.py sweeps databases it builds on the local servers the "
+              "same way"),
 }
 
 # -- the tests -------------------------------------------------------------------------------------

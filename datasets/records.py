@@ -1,13 +1,15 @@
-"""Read question files (JSON lists of objects) with errors that point at the file, entry and field.
+"""Read question files with errors that point at the file, entry and field.
 
 Every loader goes through here so a malformed file always fails the same way: a
-:class:`~polysql.core.errors.DatasetError` saying which file, which entry (0-based index in the list)
-and which field is wrong, and what was expected instead.
+:class:`~polysql.core.errors.DatasetError` saying which file, which entry (0-based index in a JSON
+list, or 1-based line of a JSON-lines file) and which field is wrong, and what was expected instead.
+Gold files of the ``SQL<TAB>db_id`` kind (BIRD's and Spider's ``*_gold.sql``) are read here too.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,31 @@ def read_json_list(path: Path) -> list[Any]:
     return data
 
 
+def read_json_lines(path: Path) -> list[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSON-lines file; DatasetError naming
+    ``path:line`` for a line that is not JSON, or when the file is missing or unreadable."""
+    if not path.is_file():
+        raise DatasetError(f"question file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read question file ({exc.strerror})") from exc
+    values: list[tuple[int, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}); each line "
+                f"must be one JSON object"
+            ) from exc
+    return values
+
+
 def _json_kind(value: Any) -> str:
     kinds = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
              float: "number", type(None): "null"}
@@ -43,19 +70,22 @@ def _json_kind(value: Any) -> str:
 
 
 class EntryReader:
-    """Typed access to the fields of entry ``index`` of question file ``path``."""
+    """Typed access to the fields of entry ``index`` of question file ``path``.
 
-    def __init__(self, path: Path, index: int, entry: Any) -> None:
+    ``line`` is given for JSON-lines files, whose errors point at ``path:line`` instead of an
+    entry index (a reader opens the file at that line directly).
+    """
+
+    def __init__(self, path: Path, index: int, entry: Any, *, line: int | None = None) -> None:
         self.path = path
         self.index = index
+        self.where = f"{path}:{line}:" if line is not None else f"{path}: entry {index}:"
         if not isinstance(entry, dict):
-            raise DatasetError(
-                f"{path}: entry {index}: expected a JSON object, got a JSON {_json_kind(entry)}"
-            )
+            raise DatasetError(f"{self.where} expected a JSON object, got a JSON {_json_kind(entry)}")
         self.entry: dict[str, Any] = entry
 
     def fail(self, field: str, problem: str) -> DatasetError:
-        return DatasetError(f"{self.path}: entry {self.index}: field {field!r} {problem}")
+        return DatasetError(f"{self.where} field {field!r} {problem}")
 
     def has(self, field: str) -> bool:
         return self.entry.get(field) is not None
@@ -93,3 +123,48 @@ class EntryReader:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise self.fail(field, f"must be a list of strings, got {value!r}")
         return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class GoldLine:
+    """One line of a ``*_gold.sql`` file: a question's gold SQL and its database."""
+
+    line: int  # 1-based, for messages
+    sql: str
+    db_id: str
+
+
+def read_gold_lines(path: Path) -> list[GoldLine]:
+    """The lines of a gold file, each ``SQL<TAB>db_id`` (one question per line, in question order).
+
+    The db_id is what follows the last tab, so a tab inside the SQL is kept. Trailing blank lines
+    are ignored; a blank line anywhere else is an error, because it would shift every question
+    after it by one.
+    """
+    if not path.is_file():
+        raise DatasetError(f"gold SQL file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read gold SQL file ({exc.strerror})") from exc
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    gold: list[GoldLine] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise DatasetError(
+                f"{path}:{number}: empty line; every line is one question's 'SQL<TAB>db_id', "
+                f"in question order, so a blank line would shift the questions after it"
+            )
+        sql, tab, db_id = line.rpartition("\t")
+        if not tab:
+            raise DatasetError(f"{path}:{number}: expected 'SQL<TAB>db_id', found no tab")
+        if not sql.strip():
+            raise DatasetError(f"{path}:{number}: the SQL before the tab is empty")
+        if not db_id.strip():
+            raise DatasetError(f"{path}:{number}: the db_id after the last tab is empty")
+        gold.append(GoldLine(line=number, sql=sql.strip(), db_id=db_id.strip()))
+    return gold

@@ -3,9 +3,11 @@
 Spec forms::
 
     demo                        the bundled demo dataset (database generated into the cache)
-    bird:PATH[?split=dev]       a BIRD release folder
+    bird:PATH[?split=dev]       a BIRD release folder (dev, train or mini-dev)
     spider:PATH[?split=dev]     a Spider release folder
-    PATH[?options]              a folder whose layout says whether it is BIRD or Spider
+    archer:PATH[?split=dev]     an Archer release folder (laid out like Spider)
+    jsonl:PATH                  the generic layout: PATH/questions.jsonl + PATH/databases/
+    PATH[?options]              a folder whose layout says whether it is generic, BIRD or Spider
 
 Loaders are listed here as import paths and imported only when a spec asks for them. To add one,
 write ``load_<name>(path, options) -> Dataset`` in its own module and add a :class:`DatasetKind`
@@ -47,13 +49,24 @@ KINDS: tuple[DatasetKind, ...] = (
     DatasetKind("demo", "demo",
                 "bundled retail questions tagged with SQL dialect hazards (generated SQLite database)",
                 "polysql.datasets.registry:_load_demo", needs_path=False),
-    DatasetKind("bird", "bird:PATH[?split=dev|train][&databases=FOLDER]",
-                "BIRD release folder: PATH/<split>.json + PATH/<split>_databases/<db>/<db>.sqlite",
+    DatasetKind("bird", "bird:PATH[?split=dev|train|mini_dev_sqlite][&databases=FOLDER]"
+                        "[&gold_<dialect>=FILE]",
+                "BIRD release folder: PATH/<split>.json + PATH/<split>_databases/<db>/<db>.sqlite; "
+                "mini-dev: PATH/mini_dev_sqlite.json with the other dialects' mini_dev_<dialect>"
+                ".json as native gold + PATH/dev_databases/",
                 "polysql.datasets.bird:load_bird"),
     DatasetKind("spider", "spider:PATH[?split=dev|train|test|NAME][&databases=FOLDER]",
                 "Spider release folder: PATH/dev.json (or train_spider.json, test.json) + "
                 "PATH/database/<db>/<db>.sqlite",
                 "polysql.datasets.spider:load_spider"),
+    DatasetKind("archer", "archer:PATH[?split=dev|train|NAME][&questions=FILE][&databases=FOLDER]",
+                "Archer release folder: PATH/<split>.json (gold in query or sql) + "
+                "PATH/database/<db>/<db>.sqlite",
+                "polysql.datasets.archer:load_archer"),
+    DatasetKind("jsonl", "jsonl:PATH[?questions=FILE][&databases=FOLDER][&name=NAME]",
+                "generic layout: PATH/questions.jsonl (gold_sql, gold_sql_<dialect>, ...) + "
+                "PATH/databases/<db>.sqlite",
+                "polysql.datasets.generic:load_generic"),
 )
 
 
@@ -70,7 +83,8 @@ def list_datasets() -> list[DatasetKind]:
 def describe_datasets() -> list[tuple[str, str]]:
     """(spec form, description) per kind, for listings such as ``polysql datasets``."""
     return [(kind.usage, kind.description) for kind in KINDS] + [
-        ("PATH[?options]", "a BIRD or Spider folder, recognised by its layout")]
+        ("PATH[?options]", "a generic (questions.jsonl), BIRD or Spider folder, recognised by its "
+                           "layout")]
 
 
 _BY_NAME: dict[str, DatasetKind] = {kind.name: kind for kind in KINDS}
@@ -79,13 +93,18 @@ _BY_NAME: dict[str, DatasetKind] = {kind.name: kind for kind in KINDS}
 def _usage() -> str:
     forms = "; ".join(kind.usage for kind in KINDS)
     return (f"known datasets: {', '.join(kind.name for kind in KINDS)}; accepted forms: {forms}; "
-            f"or a BIRD/Spider folder PATH whose layout is detected")
+            f"or a generic/BIRD/Spider folder PATH whose layout is detected")
 
 
 def detect_kind(path: Path) -> str | None:
-    """'bird' or 'spider' from a release folder's layout, None when it looks like neither."""
+    """'jsonl', 'bird' or 'spider' from a folder's layout, None when it looks like none of them.
+
+    Archer is laid out like Spider and cannot be told from it: it is named (``archer:PATH``).
+    """
     if not path.is_dir():
         return None
+    if (path / "questions.jsonl").is_file():
+        return "jsonl"
     if any(child.is_dir() and child.name.endswith("_databases") for child in path.iterdir()):
         return "bird"
     if (path / "database").is_dir() or (path / "test_database").is_dir():
@@ -130,9 +149,9 @@ def get_dataset(spec: str) -> Dataset:
         detected = detect_kind(path)
         if detected is None:
             raise DatasetError(
-                f"cannot tell which dataset {path} is: expected a BIRD folder (with a "
-                f"<split>_databases folder) or a Spider folder (with a database folder); "
-                f"name the kind explicitly, e.g. 'bird:{body}'"
+                f"cannot tell which dataset {path} is: expected a generic folder (with "
+                f"questions.jsonl), a BIRD folder (with a <split>_databases folder) or a Spider "
+                f"folder (with a database folder); name the kind explicitly, e.g. 'bird:{body}'"
             )
         return _BY_NAME[detected].load(path, options)
     raise DatasetError(f"unknown dataset {spec!r}; {_usage()}")

@@ -99,6 +99,8 @@ class RunPlanner:
                 targets = [TargetEngine(name=spec.name, dialect=spec.dialect) for spec in self.engines]
                 problems.extend(predictor.coverage(questions, targets, self.dataset.name))
             if isinstance(predictor, FilePredictor):
+                # a BIRD or Spider file answers by position in the whole dataset's question order
+                predictor.align(self.dataset.questions, dataset=self.dataset.name)
                 problems.extend(str(p) for p in predictor.problems)
                 audit = predictor.audit(all_ids, engines, selected=[q.id for q in questions],
                                         dataset=self.dataset.name)

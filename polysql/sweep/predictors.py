@@ -3,7 +3,9 @@
 - ``gold``: the source-dialect gold SQL run verbatim on every engine (naive portability).
 - ``transpile``: the gold SQL translated by sqlglot into the engine's dialect.
 - ``native-gold``: the gold the benchmark ships written for the engine's own dialect.
-- ``file``: a JSONL file of ``{"question_id", "dialect", "sql"}`` produced by any system.
+- ``file``: a predictions file produced by any system: polysql's JSONL of
+  ``{"question_id", "dialect", "sql"}``, or the files BIRD's and Spider's evaluation scripts read
+  (:mod:`polysql.sweep.prediction_formats`).
 - ``llm:NAME``: a model declared in ``polysql.toml``, prompted per engine
   (:mod:`polysql.llm.predictors`; needs the ``llm`` extra).
 
@@ -34,6 +36,16 @@ from polysql.core.predictor import Prediction, Predictor, TargetEngine
 from polysql.datasets.base import Question
 from polysql.engines.registry import alias_names
 from polysql.llm.predictors import LLMOptions, llm_predictor
+from polysql.sweep.prediction_formats import (
+    EVERY_ENGINE,
+    FORMATS,
+    PositionalEntry,
+    PositionalFile,
+    detect_format,
+    dialect_in_file_name,
+    read_positional,
+    split_spec_options,
+)
 
 
 class GoldPredictor(Predictor[Question]):
@@ -104,10 +116,15 @@ class NativeGoldPredictor(Predictor[Question]):
         """Warnings for the (question, engine) pairs this sweep has no native gold for; raises
         when the swept questions carry no native gold for any swept engine of another dialect
         (every pair would be missing_prediction: a sweep of nothing)."""
+        unknown = sorted({name for q in questions for name, _ in q.native_golds
+                          if not _is_known_dialect(name)})
+        warnings = [f"predictor native-gold: the dataset {dataset} has gold SQL for "
+                    f"{_unknown_dialect(name)}, which no engine or sqlglot dialect is called; "
+                    f"it is never run" for name in unknown]
         foreign = [engine for engine in engines
                    if any(engine.dialect != q.source_dialect for q in questions)]
         if not foreign:
-            return []
+            return warnings
         missing = {engine.name: sum(1 for q in questions if engine.dialect != q.source_dialect
                                     and self._sql(q, engine) is None) for engine in foreign}
         if all(missing[e.name] == sum(e.dialect != q.source_dialect for q in questions)
@@ -117,9 +134,10 @@ class NativeGoldPredictor(Predictor[Question]):
                 f"{', '.join(e.name for e in foreign)}; native golds come with the dataset (a "
                 "BIRD mini-dev folder with its mini_dev_mysql.json / mini_dev_postgresql.json, "
                 "or gold_sql_<dialect> fields in a generic questions.jsonl)")
-        return [f"predictor native-gold: {count} of {len(questions)} question(s) have no gold "
-                f"written for {name}; they are recorded as missing_prediction there"
-                for name, count in missing.items() if count]
+        return warnings + [
+            f"predictor native-gold: {count} of {len(questions)} question(s) have no gold "
+            f"written for {name}; they are recorded as missing_prediction there"
+            for name, count in missing.items() if count]
 
 
 def text_problem(text: str) -> str | None:
@@ -192,23 +210,41 @@ def _engine_keys(name: str, dialect: str) -> tuple[str, ...]:
 
 @dataclass(slots=True)
 class FileProblem:
-    """A line of a predictions file that was skipped, with where and why."""
+    """A line (or, in a BIRD JSON file, an entry) of a predictions file that was skipped, with
+    where and why."""
 
     path: str
-    line: int
+    line: int | None
     message: str
+    key: str | None = None  # the entry's key in a BIRD file, which has no line per entry
 
     def __str__(self) -> str:
+        if self.key is not None:
+            return f"{self.path}: entry {json.dumps(self.key)}: {self.message}"
         return f"{self.path}:{self.line}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """One question's prediction from one line: its SQL, or why the line is unusable."""
+    """One question's prediction from one line (or BIRD entry): its SQL, or why it is unusable."""
 
-    line: int
+    line: int | None
     sql: str | None
     failure: str | None = None
+    key: str | None = None  # BIRD: the entry's key
+
+    @property
+    def where(self) -> str:
+        return _where(self.line, self.key)
+
+    def meta(self) -> dict[str, Any]:
+        """Where the prediction came from, kept in its record."""
+        return {"entry": self.key} if self.key is not None else {"line": self.line}
+
+
+def _where(line: int | None, key: str | None) -> str:
+    """Where a prediction is in its file, for messages: ``line 3``, or ``entry "3"`` in BIRD's."""
+    return f"entry {json.dumps(key)}" if key is not None else f"line {line}"
 
 
 _Key = tuple[str, str | None]  # (question id, lower-case dialect or None for every engine)
@@ -229,7 +265,7 @@ class FileAudit:
     predictions: int  # lines holding a prediction, usable or invalid_prediction
     skipped_lines: int  # lines reported as problems (bad JSON, bad bytes, duplicates...)
     first_problem: FileProblem | None
-    first_prediction: tuple[str, int] | None  # (question id, line)
+    first_prediction: tuple[str, str] | None  # (what it answers: "id 'q1'", where: "line 1")
     unknown_questions: int
     unknown_question_lines: tuple[FileProblem, ...]  # the first few
     unknown_dialects: int
@@ -241,15 +277,17 @@ class FileAudit:
     engines: tuple[str, ...]
     answered: int  # swept (question, engine) pairs the file gives a line for
     pairs: int  # swept (question, engine) pairs
+    format: str = "jsonl"  # the file's format, for the wording of messages
 
     def warnings(self) -> list[str]:
         """One line per coverage problem, for the sweep to print; empty when all is well."""
         lines: list[str] = []
+        fmt = FORMATS[self.format]
         if self.unknown_questions:
             lines.append(
-                f"{self.path}: {self.unknown_questions} prediction(s) for question ids not in dataset "
+                f"{self.path}: {self.unknown_questions} prediction(s) for {fmt.unknown} not in dataset "
                 f"{self.dataset} are ignored: "
-                f"{_listing(self.unknown_question_lines, self.unknown_questions)}; check their 'question_id'"
+                f"{_listing(self.unknown_question_lines, self.unknown_questions)}; {fmt.unknown_hint}"
             )
         if self.unknown_dialects:
             lines.append(
@@ -259,7 +297,7 @@ class FileAudit:
             )
         if self.unswept_lines:
             lines.append(
-                f"{self.path}: {self.unswept_lines} line(s) for engines not swept: "
+                f"{self.path}: {self.unswept_lines} {fmt.counted} for engines not swept: "
                 f"{', '.join(self.unswept_dialects)} (add them to --engines to evaluate them)"
             )
         if 0 < self.answered < self.pairs:
@@ -274,31 +312,32 @@ class FileAudit:
         pairs: a sweep of it would only record missing_prediction, which is never what was meant."""
         if self.answered or not self.pairs:
             return
+        fmt = FORMATS[self.format]
         if not self.predictions or self.first_prediction is None:
             first = f" (first: {self.first_problem})" if self.first_problem else ""
             raise PredictionFileError(
-                f"{self.path}: none of its {self.skipped_lines} line(s) holds a usable prediction{first}; "
-                'write one JSON object per line: {"question_id": ..., "dialect": ..., "sql": ...}'
+                f"{self.path}: none of its {self.skipped_lines} {fmt.counted} holds a usable "
+                f"prediction{first}; {fmt.layout}"
             )
-        qid, line = self.first_prediction
+        answers, where = self.first_prediction
         if self.unknown_questions == self.predictions:
             raise PredictionFileError(
                 f"{self.path}: none of its {self.predictions} predictions matches a question of dataset "
-                f"{self.dataset} (first id {qid!r} at line {line}); are these predictions for another dataset?"
+                f"{self.dataset} (first {answers} at {where}); are these predictions for another dataset?"
             )
         if not self.selected_predictions:
             raise PredictionFileError(
                 f"{self.path}: none of its {self.predictions} predictions is for the "
-                f"{self.selected_questions} question(s) selected from dataset {self.dataset} (first id "
-                f"{qid!r} at line {line}); check --question and --limit"
+                f"{self.selected_questions} question(s) selected from dataset {self.dataset} (first "
+                f"{answers} at {where}); check --question and --limit"
             )
         named = [", ".join(self.unswept_dialects)] if self.unswept_dialects else []
         if self.unknown_dialect_lines:
             named.append(f"unknown dialects (e.g. {self.unknown_dialect_lines[0]})")
         raise PredictionFileError(
             f"{self.path}: none of its predictions for the selected questions is for the swept "
-            f"engine(s) {', '.join(self.engines)}; its lines are for {' and '.join(named)}: sweep "
-            "those with --engines, or correct the lines' 'dialect'"
+            f"engine(s) {', '.join(self.engines)}; its {fmt.units} are for {' and '.join(named)}: sweep "
+            f"those with --engines, {fmt.dialect_fix}"
         )
 
 
@@ -308,12 +347,17 @@ def _listing(examples: Sequence[FileProblem], total: int) -> str:
 
 
 class FilePredictor(Predictor[Question]):
-    """Predictions read from a JSONL file.
+    """Predictions read from a file: polysql's JSONL, or BIRD's or Spider's (``format``; detected
+    from the content when None, see :mod:`polysql.sweep.prediction_formats`).
 
-    Each line: ``{"question_id": ..., "dialect": ..., "sql": ...}``. ``dialect`` names the engine
-    (``duckdb``), its sqlglot dialect (``postgres``) or another name of its backend
+    JSONL: each line ``{"question_id": ..., "dialect": ..., "sql": ...}``. ``dialect`` names the
+    engine (``duckdb``), its sqlglot dialect (``postgres``) or another name of its backend
     (``postgresql``); ``engine`` is accepted as a synonym. A line without ``dialect`` applies to
     every engine.
+
+    BIRD and Spider files answer questions by position, so they need the dataset's question
+    order (:meth:`align`) before predicting. Their ``dialect`` is one for the whole file: the one
+    given, else one named in the file name, else every engine (``dialect="any"`` says so).
 
     The file is the system's output, so one bad line affects only itself: it is collected in
     ``problems`` (file:line, what is wrong, how to fix it) and skipped. When its question id and
@@ -323,20 +367,29 @@ class FilePredictor(Predictor[Question]):
     sweep would not use at all.
     """
 
-    def __init__(self, path: str | Path, name: str | None = None) -> None:
+    def __init__(self, path: str | Path, name: str | None = None, *, format: str | None = None,
+                 dialect: str | None = None) -> None:
         self.path = Path(path)
         self.name = name or f"file:{self.path.stem}"
         self.problems: list[FileProblem] = []
         self._by_key: dict[_Key, _Entry] = {}
-        self._read()
+        self.format = "jsonl"
+        self.dialect: str | None = None  # BIRD and Spider: the one dialect of the whole file
+        self._positional: PositionalFile | None = None  # BIRD and Spider, until aligned
+        self._aligned = False
+        self._outside: list[PositionalEntry] = []  # positional entries past the dataset's questions
+        self._read(format, dialect)
 
     def describe(self) -> dict[str, Any]:
         usable = sum(1 for entry in self._by_key.values() if entry.sql is not None)
-        return {"name": self.name, "path": str(self.path), "predictions": usable,
-                "skipped_lines": len(self.problems)}
+        described = {"name": self.name, "path": str(self.path), "predictions": usable,
+                     "skipped_lines": len(self.problems)}
+        if self._positional is not None:
+            described |= {"format": self.format, "dialect": self.dialect or EVERY_ENGINE}
+        return described
 
     # -- reading ---------------------------------------------------------------------------------
-    def _read(self) -> None:
+    def _read(self, format: str | None, dialect: str | None) -> None:
         if not self.path.exists():
             raise PredictionFileError(f"predictions file {self.path} does not exist")
         try:
@@ -346,6 +399,37 @@ class FilePredictor(Predictor[Question]):
         if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             raise PredictionFileError(f"predictions file {self.path} is UTF-16 or UTF-32 text (it starts "
                                       "with such a byte order mark); save it as UTF-8")
+        if not data.removeprefix(codecs.BOM_UTF8).strip():
+            raise PredictionFileError(f"predictions file {self.path} is empty")
+        if format is not None and format not in FORMATS:
+            raise ConfigError(f"predictions file {self.path}: unknown format {format!r}; use one of "
+                              f"{', '.join(FORMATS)}")
+        self.format = format or detect_format(data, self.path)
+        if self.format == "jsonl":
+            if dialect is not None:
+                raise ConfigError(
+                    f"predictions file {self.path} is JSONL, whose lines each give their 'dialect'; "
+                    "?dialect= is for BIRD and Spider files (add ?format=bird or ?format=spider if "
+                    "that is what it is)")
+            self._read_jsonl(data)
+        else:
+            self.dialect = self._file_dialect(dialect)
+            self._positional = read_positional(self.format, data, self.path)
+
+    def _file_dialect(self, given: str | None) -> str | None:
+        """The one dialect of a BIRD or Spider file, or None for every engine."""
+        if given is None:
+            return dialect_in_file_name(self.path, known_dialect_names())
+        name = given.strip().lower()
+        if name == EVERY_ENGINE:
+            return None
+        if not _is_known_dialect(name):
+            raise ConfigError(f"predictions file {self.path}: {_unknown_dialect(name)} is not one polysql "
+                              f"knows; use an engine name ({', '.join(alias_names())}), a sqlglot "
+                              f"dialect name, or {EVERY_ENGINE!r} for every engine")
+        return name
+
+    def _read_jsonl(self, data: bytes) -> None:
         # Bytes, split on b"\n" only: one bad byte spoils its own line, never the file, and the
         # line numbers are the ones an editor shows (str.splitlines would also split on U+2028).
         for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -401,6 +485,51 @@ class FilePredictor(Predictor[Question]):
         if key is not None and key not in self._by_key:
             self._by_key[key] = _Entry(line=number, sql=None, failure=f"invalid_prediction: {problem}")
 
+    # -- position-based files: the dataset's order gives each entry its question -----------------
+    def align(self, questions: Sequence[Question], *, dataset: str = "") -> None:
+        """Give a BIRD or Spider file the dataset's question order: its entry at position i
+        answers ``questions[i]`` (the whole dataset, in ``Dataset.questions`` order, whatever a
+        sweep selects). Nothing to do for JSONL, whose lines name their question.
+
+        A Spider file must have one line per question (else PredictionFileError, giving both
+        counts). An entry whose db_id is not its question's database, whose SQL is empty or not
+        valid text is reported and recorded as ``invalid_prediction``; entries past the last
+        question are kept for :meth:`audit` to report like unknown question ids. Calling it again
+        starts over.
+        """
+        positional = self._positional
+        if positional is None:
+            return
+        name = dataset or "the dataset"
+        count_problem = positional.count_problem(len(questions), name, self.path)
+        if count_problem is not None:
+            raise PredictionFileError(count_problem)
+        self._by_key, self.problems, self._outside = {}, [], []
+        for entry in positional.entries:
+            if entry.index is not None and entry.index >= len(questions):
+                if entry.key is not None:  # BIRD; a Spider file's lines past the last question are blank
+                    self._outside.append(entry)
+                continue
+            question = questions[entry.index] if entry.index is not None else None
+            why = entry.problem or _positional_problem(entry, question, name)
+            if why is None:
+                assert question is not None and entry.sql is not None
+                self._by_key[(question.id, self.dialect)] = _Entry(line=entry.line, sql=entry.sql,
+                                                                   key=entry.key)
+                continue
+            problem = FileProblem(str(self.path), entry.line, why, key=entry.key)
+            self.problems.append(problem)
+            if question is not None and (question.id, self.dialect) not in self._by_key:
+                self._by_key[(question.id, self.dialect)] = _Entry(
+                    line=entry.line, sql=None, failure=f"invalid_prediction: {problem}", key=entry.key)
+        self._aligned = True
+
+    def _require_aligned(self) -> None:
+        if self._positional is not None and not self._aligned:
+            raise PredictionFileError(
+                f"predictions file {self.path} is a {self.format} file, which answers questions by "
+                "position: align() it with the dataset's questions before predicting")
+
     # -- predicting ------------------------------------------------------------------------------
     def _entry(self, question_id: str, engine: str, dialect: str) -> _Entry | None:
         for key in (*_engine_keys(engine, dialect), None):
@@ -410,18 +539,20 @@ class FilePredictor(Predictor[Question]):
         return None
 
     def predict(self, question: Question, engine: TargetEngine) -> Prediction:
+        self._require_aligned()
         entry = self._entry(question.id, engine.name, engine.dialect)
         if entry is None:
             return Prediction(sql=None, failure="missing_prediction")
         if entry.sql is None:
-            return Prediction(sql=None, failure=entry.failure, meta={"line": entry.line})
-        return Prediction(sql=entry.sql, meta={"line": entry.line})
+            return Prediction(sql=None, failure=entry.failure, meta=entry.meta())
+        return Prediction(sql=entry.sql, meta=entry.meta())
 
     def audit(self, question_ids: Collection[str], engines: Sequence[tuple[str, str]], *,
               selected: Collection[str] | None = None, dataset: str = "") -> FileAudit:
         """How this file covers a sweep. ``question_ids``: every question id of the dataset;
         ``engines``: the swept (engine name, sqlglot dialect) pairs; ``selected``: the question ids
         the sweep runs (default: all); ``dataset``: its name, for messages."""
+        self._require_aligned()
         known_ids = set(question_ids)
         chosen = known_ids if selected is None else set(selected)
         swept_keys = {key for name, dialect in engines for key in _engine_keys(name, dialect)}
@@ -431,7 +562,8 @@ class FilePredictor(Predictor[Question]):
         selected_lines = 0
         for (qid, dialect), entry in self._by_key.items():
             if qid not in known_ids:
-                unknown_ids.append(FileProblem(str(self.path), entry.line, f"question id {qid!r}"))
+                unknown_ids.append(FileProblem(str(self.path), entry.line, f"question id {qid!r}",
+                                               key=entry.key))
                 continue
             selected_lines += qid in chosen
             if dialect is None or dialect in swept_keys:
@@ -439,15 +571,24 @@ class FilePredictor(Predictor[Question]):
             if _is_known_dialect(dialect):
                 unswept[dialect] = unswept.get(dialect, 0) + 1
             else:
-                unknown_dialects.append(FileProblem(str(self.path), entry.line, _unknown_dialect(dialect)))
+                unknown_dialects.append(FileProblem(str(self.path), entry.line, _unknown_dialect(dialect),
+                                                    key=entry.key))
         answered = sum(
             1 for qid in chosen for name, dialect in engines if self._entry(qid, name, dialect) is not None
         )
+        # positional entries past the dataset's last question: unknown questions too
+        unknown_ids += [FileProblem(str(self.path), entry.line, f"question index {entry.index}", key=entry.key)
+                        for entry in self._outside]
         first = next(iter(self._by_key.items()), None)
+        first_prediction = (f"id {first[0][0]!r}", first[1].where) if first else None
+        if first_prediction is None and self._outside:
+            outside = self._outside[0]
+            first_prediction = (f"index {outside.index}", _where(outside.line, outside.key))
         return FileAudit(
-            path=str(self.path), dataset=dataset or "the dataset", predictions=len(self._by_key),
+            path=str(self.path), dataset=dataset or "the dataset",
+            predictions=len(self._by_key) + len(self._outside),
             skipped_lines=len(self.problems), first_problem=self.problems[0] if self.problems else None,
-            first_prediction=(first[0][0], first[1].line) if first else None,
+            first_prediction=first_prediction, format=self.format,
             unknown_questions=len(unknown_ids), unknown_question_lines=tuple(unknown_ids[:_EXAMPLES]),
             unknown_dialects=len(unknown_dialects),
             unknown_dialect_lines=tuple(unknown_dialects[:_EXAMPLES]),
@@ -456,6 +597,18 @@ class FilePredictor(Predictor[Question]):
             engines=tuple(name for name, _ in engines), answered=answered,
             pairs=len(chosen) * len(engines),
         )
+
+
+def _positional_problem(entry: PositionalEntry, question: Question | None, dataset: str) -> str | None:
+    """What makes a readable BIRD or Spider entry unusable for the question at its position."""
+    if question is not None and entry.db_id is not None and entry.db_id != question.db_id:
+        return (f"db_id {entry.db_id!r}, but question {entry.index} of {dataset} (id {question.id!r}) is on "
+                f"database {question.db_id!r}; entries must follow the dataset's question order")
+    surrogate = text_problem(entry.sql) if entry.sql is not None else None
+    if surrogate:
+        return (f"'sql' holds a {surrogate}, which is not valid Unicode (a \\ud800-\\udfff escape "
+                "without its pair); write the character itself or a complete surrogate pair")
+    return None
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -502,12 +655,16 @@ def _unknown_dialect(name: str) -> str:
 
 
 BUILTIN_PREDICTORS = ("gold", "transpile", "native-gold")
+#: What a bare path given as a predictor must end with to be taken for a predictions file.
+_FILE_SUFFIXES = (".jsonl", ".json", ".txt", ".sql")
 
 
 def make_predictor(spec: str, *, llm: LLMOptions | None = None) -> Predictor:
     """``gold``, ``transpile``, ``native-gold``, ``file:PATH``, ``NAME=PATH`` (a predictions file named NAME) or
     ``llm:NAME`` (a model from the config file; ``llm`` gives the config path, prompt settings
-    and response cache, by default ``./polysql.toml``, default prompts and the on-disk cache)."""
+    and response cache, by default ``./polysql.toml``, default prompts and the on-disk cache).
+    A file's PATH may end with ``?format=bird|spider|jsonl&dialect=NAME``
+    (:data:`polysql.sweep.prediction_formats.OPTIONS`)."""
     spec = spec.strip()
     if spec.startswith("llm:"):
         return llm_predictor(spec[len("llm:"):].strip(), llm)
@@ -518,13 +675,20 @@ def make_predictor(spec: str, *, llm: LLMOptions | None = None) -> Predictor:
     if spec == "native-gold":
         return NativeGoldPredictor()
     if spec.startswith("file:"):
-        return FilePredictor(spec[len("file:"):])
-    if "=" in spec:
-        name, path = spec.split("=", 1)
-        return FilePredictor(path, name=name.strip())
-    if spec.endswith((".jsonl", ".json")):
-        return FilePredictor(spec)
+        return _file_predictor(spec[len("file:"):], None, spec)
+    name, equals, path = spec.partition("=")
+    if equals and "?" not in name:  # a '?' before the first '=' starts a bare path's options
+        return _file_predictor(path, name.strip(), spec)
+    if split_spec_options(spec, spec=spec)[0].endswith(_FILE_SUFFIXES):
+        return _file_predictor(spec, None, spec)
     raise ConfigError(
         f"unknown predictor {spec!r}: use one of {', '.join(BUILTIN_PREDICTORS)}, "
-        "'file:PATH.jsonl', 'NAME=PATH.jsonl', or 'llm:MODEL' (a model in polysql.toml)"
+        "'file:PATH', 'NAME=PATH' (a predictions file: polysql JSONL, BIRD predict_*.json or a "
+        "Spider text file, optionally PATH?format=...&dialect=...), or 'llm:MODEL' (a model in "
+        "polysql.toml)"
     )
+
+
+def _file_predictor(text: str, name: str | None, spec: str) -> FilePredictor:
+    path, options = split_spec_options(text, spec=spec)
+    return FilePredictor(path, name=name, format=options.format, dialect=options.dialect)

@@ -56,6 +56,7 @@ COMMANDS: dict[str, str] = {
     "rewrite": "polysql.cli.rewrite:rewrite_group",
     "reward": "polysql.cli.reward:reward_group",
     "debug": "polysql.cli.debug:debug_group",
+    "audit": "polysql.cli.audit:audit_group",
     "compare": "polysql.cli.compare:compare_cmd",
     "load": "polysql.cli.data:load_cmd",
     "schema": "polysql.cli.data:schema_cmd",

@@ -36,7 +36,7 @@ from polysql.sweep.progress import SweepObserver
 from polysql.sweep.runner import Sweep
 
 
-class _RichObserver(SweepObserver):
+class RichObserver(SweepObserver):
     """Progress bars for a sweep: counts, accuracy so far and ETA; with models, one more bar per
     model for its requests, so generation and execution are both visible."""
 
@@ -157,7 +157,7 @@ def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str,
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[acc]}"), TimeElapsedColumn(), TextColumn("eta"),
                         TimeRemainingColumn(), console=console, transient=False)
-    observer = _RichObserver(progress)
+    observer = RichObserver(progress)
     runner = Sweep(config, observer)  # validates everything before any work starts
     with progress:
         outcome = runner.run()
@@ -170,7 +170,7 @@ def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str,
     if outcome.models:
         stdout.print(_usage_table(outcome.models))
     console.print(_final_line(outcome, paths), highlight=False)
-    sys.exit(_sweep_exit(outcome))
+    sys.exit(sweep_exit_code(outcome))
 
 
 def _final_line(outcome: SweepOutcome, paths: list[Path]) -> str:
@@ -187,7 +187,7 @@ def _final_line(outcome: SweepOutcome, paths: list[Path]) -> str:
     return (", ".join(parts) + f"; wrote {escape(', '.join(str(p) for p in paths))}")
 
 
-def _sweep_exit(outcome: SweepOutcome) -> int:
+def sweep_exit_code(outcome: SweepOutcome) -> int:
     """Say what keeps the run from being complete and correct, one line per cause; the exit
     code of the most fundamental one."""
     if outcome.interrupted:

@@ -130,7 +130,8 @@ class NativeGoldPredictor(Predictor[Question]):
         if all(missing[e.name] == sum(e.dialect != q.source_dialect for q in questions)
                for e in foreign):
             raise ConfigError(
-                f"predictor native-gold: dataset {dataset} has no gold SQL written for "
+                f"predictor native-gold: none of the {len(questions)} question(s) swept from "
+                f"dataset {dataset} has gold SQL written for "
                 f"{', '.join(e.name for e in foreign)}; native golds come with the dataset (a "
                 "BIRD mini-dev folder with its mini_dev_mysql.json / mini_dev_postgresql.json, "
                 "or gold_sql_<dialect> fields in a generic questions.jsonl)")

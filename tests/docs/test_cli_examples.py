@@ -369,6 +369,11 @@ DEBUG_SYNOPSIS = Run(needs=("tasks.yaml", "shop.sqlite"),
                      check=files("debug/debug_summary.json", "debug/debug_tasks.csv",
                                  "debug/debug_report.md"))
 
+GOLD_AUDIT_WHY = "the local servers hold the demo's PostgreSQL and MySQL copies"
+TRANSPILE_AUDIT = Run(needs=("runs/demo",), expect=("wrote",),
+                      check=files("runs/demo/audit/transpile_audit.csv",
+                                  "runs/demo/audit/transpile_audit.md"))
+
 RUN: dict[tuple[str, str], Run | tuple[Run, ...]] = {
     # README.md
     ("README.md", "polysql sweep"): FIRST_SWEEP,
@@ -388,6 +393,26 @@ RUN: dict[tuple[str, str], Run | tuple[Run, ...]] = {
             why="the local servers stand in for db.example; --limit 10 (the servers' full "
                 "sweep is another example's)",
             expect=("pg", "my"), check=engines_recorded("runs/demo", "pg", "my")),
+    ("README.md", "polysql audit golds demo --engines sqlite,duckdb,postgres,mysql"):
+        Run(engines=("postgres", "mysql"), why=GOLD_AUDIT_WHY, expect=("gold audit",),
+            check=files("audits/demo-golds/gold_audit.csv", "audits/demo-golds/gold_audit.md")),
+    ("README.md", "polysql audit transpile runs/demo"): TRANSPILE_AUDIT,
+    ("docs/audit.md", "polysql audit golds demo --engines sqlite,duckdb,postgres,mysql "
+                      "--out audits/demo"):
+        Run(engines=("postgres", "mysql"), why=GOLD_AUDIT_WHY, expect=("gold audit",),
+            check=files("audits/demo/gold_audit.csv", "audits/demo/gold_audit.md")),
+    ("docs/audit.md", "polysql audit transpile runs/demo"): TRANSPILE_AUDIT,
+    ("docs/cli.md", "polysql audit golds DATASET [--engines sqlite,duckdb] [--out DIR] "
+                    "[--timeout 30] [--max-rows 100000] [--question ID] [--limit N] "
+                    "[--policy KEY=VALUE] [--no-cache] [--fresh]"):
+        Run(subs=(("DATASET", "demo"), ("DIR", "audits/synopsis"), ("ID", "demo-063"),
+                  ("N", "140"), ("KEY=VALUE", "null_order=either")),
+            expect=("gold audit",), check=files("audits/synopsis/gold_audit.csv")),
+    ("docs/cli.md", "polysql audit transpile RUN_DIR [--out DIR] [--dataset SPEC] "
+                    "[--predictor NAME,...]"):
+        Run(needs=("runs/demo",), subs=(("RUN_DIR", "runs/demo"), ("DIR", "audit-out"),
+                                        ("SPEC", "demo"), ("NAME,...", "transpile")),
+            expect=("wrote",), check=files("audit-out/transpile_audit.csv")),
     ("README.md", "polysql sweep --engines sqlite,duckdb,spark,clickhouse"):
         Run(engines=("spark", "clickhouse"), extra=("--limit", "5"), slow=True,
             why="--limit 5: loading the demo into a Spark session dominates, not the questions",

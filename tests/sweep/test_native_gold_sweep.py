@@ -133,5 +133,6 @@ def test_a_folder_without_native_golds_refuses_the_sweep(tmp_path: Path) -> None
                                        "--predictor", "native-gold", "--out", str(tmp_path / "run")],
                                 catch_exceptions=False)
     assert result.exit_code == EXIT_CONFIG, result.output
-    assert "dataset bird-mini_dev_sqlite has no gold SQL written for duckdb" in result.output
+    assert ("question(s) swept from dataset bird-mini_dev_sqlite has gold SQL written for duckdb"
+            in result.output)
     assert not (tmp_path / "run" / "results.jsonl").exists()

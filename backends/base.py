@@ -273,6 +273,20 @@ class Backend(ABC):
             f"the {cls.name} engine cannot host setup_sql cases yet: give the case a sqlite or "
             f"dataset database instead, or implement {cls.__name__}.build_from_script")
 
+    # -- reader logins for databases polysql did not load ---------------------------------------
+    @classmethod
+    def create_reader(cls, admin: URL, login: str, databases: Sequence[str]) -> str:
+        """Create the login ``login`` (or give it a new password) that may only read
+        ``databases`` (existing databases polysql did not load), as the administrator ``admin``;
+        return its password. Engines without logins refuse."""
+        raise ConfigError(f"the {cls.name} engine has no reader logins to create: open its "
+                          "database read-only as it is")
+
+    @classmethod
+    def drop_reader(cls, admin: URL, login: str) -> bool:
+        """Drop a login :meth:`create_reader` made, with its grants; False if there is none."""
+        raise ConfigError(f"the {cls.name} engine has no reader logins to drop")
+
     # -- context manager --------------------------------------------------------------------
     def __enter__(self) -> Backend:
         return self

@@ -15,6 +15,7 @@ import hashlib
 import re
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,7 +44,13 @@ from polysql.backends.mysql.errors_routines import RoutineLookup
 from polysql.backends.mysql.execute import Backstop, Flavor, run_statement
 from polysql.backends.mysql.introspect import introspect
 from polysql.backends.mysql.load import LoadSettings, drop_loaded_database, load_into_mysql
-from polysql.backends.mysql.setup import EvaluationLogin, build_from_script, evaluation_login
+from polysql.backends.mysql.setup import (
+    EvaluationLogin,
+    build_from_script,
+    create_team_reader,
+    drop_team_reader,
+    evaluation_login,
+)
 from polysql.backends.mysql.types_values import DECODERS
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError, LoadError
 from polysql.core.model import Result
@@ -152,6 +159,14 @@ class MySQLBackend(Backend):
                 raise EngineError(backend._evaluation.refusal or "no evaluation login")
             backend._check_reader()
         return backend
+
+    @classmethod
+    def create_reader(cls, admin: URL, login: str, databases: Sequence[str]) -> str:
+        return create_team_reader(login_from_url(parse_url(admin)), login, databases)
+
+    @classmethod
+    def drop_reader(cls, admin: URL, login: str) -> bool:
+        return drop_team_reader(login_from_url(parse_url(admin)), login)
 
     def _check_reader(self) -> None:
         """Log the reader in once now, so a reader that cannot log in fails ``connect``."""

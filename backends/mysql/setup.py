@@ -19,7 +19,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ import pymysql
 
 from polysql.backends._common.readers import not_loaded, privileged_login_refusal
 from polysql.backends.mysql.connect import Login, open_connection
-from polysql.core.errors import ConfigError, LoadError
+from polysql.core.errors import ConfigError, EngineError, LoadError
 from polysql.core.schema import LoadReport
 
 if TYPE_CHECKING:
@@ -357,3 +357,36 @@ def start_container(image: str, stack: ExitStack, password: str) -> str:
     server = stack.enter_context(MySqlContainer(image, root_password=password))
     host, port = server.get_container_host_ip(), server.get_exposed_port(3306)
     return f"mysql://root:{password}@{host}:{port}/"
+
+
+# -- reader logins for databases polysql did not load --------------------------------------------
+
+def create_team_reader(login: Login, user: str, databases: Sequence[str], host: str = "%") -> str:
+    """Create the account ``user`` (or give it a new password) that may only read
+    ``databases``: SELECT on each and nothing else. Returns the password."""
+    password = new_password()
+    conn = open_connection(login.without_database())
+    try:
+        missing = [name for name in databases if database_tables(conn, name) is None]
+        if missing:
+            raise EngineError(f"there is no database {missing[0]!r} on {login.host}:{login.port} "
+                              "to create a reader for")
+        for name in databases:
+            ensure_reader(conn, name, user, host, password)
+    finally:
+        conn.close()
+    return password
+
+
+def drop_team_reader(login: Login, user: str, host: str = "%") -> bool:
+    """Drop the account ``user`` (its grants go with it); False if there is none."""
+    conn = open_connection(login.without_database())
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", (user, host))
+            if cur.fetchone() is None:
+                return False
+        drop_reader(conn, user, host)
+        return True
+    finally:
+        conn.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,6 +53,8 @@ from polysql.backends.postgres.setup import (
     META_DATABASE,
     broad_rights,
     build_from_script,
+    create_team_reader,
+    drop_team_reader,
     loaded_reader,
 )
 from polysql.backends.postgres.types import MAX_IDENTIFIER_BYTES
@@ -179,6 +182,14 @@ class PostgresBackend(Backend):
                 f"again (polysql load SOURCE {url.render_as_string(hide_password=True)}) or name "
                 f"the reader polysql created; evaluated SQL never runs as the URL's own user")
         return connection_params(url, user=reader_role, password=password)
+
+    @classmethod
+    def create_reader(cls, admin: URL, login: str, databases: Sequence[str]) -> str:
+        return create_team_reader(parse_url(admin), login, databases)
+
+    @classmethod
+    def drop_reader(cls, admin: URL, login: str) -> bool:
+        return drop_team_reader(parse_url(admin), login)
 
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self.login)

@@ -19,7 +19,7 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from sqlalchemy.engine import URL
 from polysql.backends.postgres.connect import (
     MAINTENANCE_DATABASE,
     connection_params,
+    describe,
     open_connection,
 )
 from polysql.backends.postgres.introspect import EVALUATION_SCHEMA
@@ -427,3 +428,78 @@ def start_container(image: str, stack: ExitStack, password: str) -> str:
                                                    dbname=MAINTENANCE_DATABASE))
     host, port = server.get_container_host_ip(), server.get_exposed_port(5432)
     return f"postgresql://postgres:{password}@{host}:{port}/"
+
+
+# -- reader logins for databases polysql did not load --------------------------------------------
+
+def _user_schemas(conn: psycopg.Connection) -> list[str]:
+    return [str(row[0]) for row in conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('pg_catalog', "
+        "'information_schema') AND nspname NOT LIKE 'pg\\_%' ORDER BY nspname")]
+
+
+def create_team_reader(admin_url: URL, role: str, databases: Sequence[str]) -> str:
+    """Create ``role`` (or give it a new password) as a login that may only read ``databases``:
+    CONNECT on each, USAGE and SELECT on every table of their schemas, nothing else. Returns the
+    password. Raises EngineError when the login could still do more than read one of them (say,
+    PUBLIC may CREATE in a schema), naming what to revoke."""
+    password = secrets.token_urlsafe(24)
+    server = open_connection(connection_params(admin_url, database=MAINTENANCE_DATABASE))
+    try:
+        missing = [name for name in databases if not database_exists(server, name)]
+        if missing:
+            raise EngineError(f"there is no database {missing[0]!r} on "
+                              f"{describe(connection_params(admin_url))} to create a reader for")
+        exists = server.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+        verb = "ALTER" if exists else "CREATE"
+        server.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                               "NOREPLICATION NOBYPASSRLS PASSWORD {}").format(
+            sql.Identifier(role), sql.Literal(password)))
+        for name in databases:
+            server.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                sql.Identifier(name), sql.Identifier(role)))
+    finally:
+        server.close()
+    for name in databases:
+        conn = open_connection(connection_params(admin_url, database=name))
+        try:
+            for schema in _user_schemas(conn):
+                conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {0} TO {1}; "
+                                     "GRANT SELECT ON ALL TABLES IN SCHEMA {0} TO {1}").format(
+                    sql.Identifier(schema), sql.Identifier(role)))
+        finally:
+            conn.close()
+        reader = open_connection(connection_params(admin_url, user=role, password=password,
+                                                   database=name))
+        try:
+            rights = broad_rights(reader)
+        finally:
+            reader.close()
+        if rights:
+            raise EngineError(
+                f"the login {role!r} was created but can do more than read {name!r}: "
+                f"{', '.join(rights[:5])} (granted to PUBLIC or inherited); revoke that, e.g. "
+                f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, and run this again")
+    return password
+
+
+def drop_team_reader(admin_url: URL, role: str) -> bool:
+    """Drop the login ``role`` with every grant it holds; False if there is none."""
+    server = open_connection(connection_params(admin_url, database=MAINTENANCE_DATABASE))
+    try:
+        if server.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
+            return False
+        # grants live in each database: DROP OWNED there revokes them (CONNECT included)
+        names = [str(row[0]) for row in server.execute(
+            "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate "
+            "AND has_database_privilege(%s, oid, 'CONNECT')", (role,))]
+        for name in names:
+            conn = open_connection(connection_params(admin_url, database=name))
+            try:
+                conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            finally:
+                conn.close()
+        server.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+        return True
+    finally:
+        server.close()

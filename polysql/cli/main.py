@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "reward": "polysql.cli.reward:reward_group",
     "debug": "polysql.cli.debug:debug_group",
     "audit": "polysql.cli.audit:audit_group",
+    "reader": "polysql.cli.reader:reader_group",
     "compare": "polysql.cli.compare:compare_cmd",
     "load": "polysql.cli.data:load_cmd",
     "schema": "polysql.cli.data:schema_cmd",

@@ -576,6 +576,9 @@ HOSTED_API = "needs a hosted API (OpenAI) and its key"
 MODEL_SERVERS = "needs local model servers (vLLM on :8000, llama.cpp on :8080) that do not run here"
 SMOL = "needs the llama.cpp model server of `smol` (docs/llm.md), which does not run here"
 
+READER_WHY = ("creates logins on a team's own server; tests/backends/postgres and "
+              "tests/backends/mysql test_existing_database.py run it on databases they build")
+
 PARSE: dict[tuple[str, str], Parse] = {
     ("README.md", "polysql sweep --dataset demo --engines sqlite,duckdb,postgres,mysql "
                   "--model gpt4o"): Parse(HOSTED_API, models=("gpt4o",)),
@@ -596,6 +599,12 @@ PARSE: dict[tuple[str, str], Parse] = {
         Parse(HOSTED_API, models=("gpt4o",), config_doc="docs/llm.md"),
     ("docs/rewrite.md", "polysql rewrite run --pool duckdb-core -m llm:smol --config polysql.toml"):
         Parse(SMOL, models=("smol",), config_doc="docs/llm.md"),
+    ("docs/cli.md", "polysql reader create ADMIN_URL --database DB [--database DB2 ...] "
+                    "[--login polysql_ro]"):
+        Parse(READER_WHY, subs=(("ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/"),
+                                ("DB2", "sales"), ("DB", "shop"), ("[--database sales ...]", ""))),
+    ("docs/cli.md", "polysql reader drop ADMIN_URL [--login polysql_ro]"):
+        Parse(READER_WHY, subs=(("ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/"),)),
     ("docs/engines.md", "polysql sweep --dataset bird:path/to/dev --engines sqlite,"
                         "pg=postgresql://team_ro@db.example:5432/{db_id},"
                         "my=mysql://team_ro@db.example:3306/{db_id}"):

@@ -151,3 +151,32 @@ def test_a_changed_existing_database_re_evaluates_its_records(
     finally:
         with pg_fixtures.admin_connection(servers.pg_admin, servers.db_id) as conn:
             conn.execute("DELETE FROM invoice WHERE id = 4")
+
+
+def test_a_login_from_polysql_reader_create_sweeps_the_existing_databases(
+        tmp_path: Path, dataset: Path, servers: Servers) -> None:
+    """The administrator makes the reader with `polysql reader create`; the sweep uses its URL
+    with {db_id} for the database."""
+    login = pg_fixtures.unique("team_made").lower()
+    engines = ["sqlite"]
+    try:
+        for name, admin in (("pg", servers.pg_admin), ("my", servers.my_admin)):
+            made = CliRunner().invoke(main, [
+                "reader", "create", admin.render_as_string(hide_password=False),
+                "--database", servers.db_id, "--login", login], catch_exceptions=False)
+            assert made.exit_code == 0, made.stderr
+            url = made.stdout.strip()
+            assert f"/{servers.db_id}" in url
+            engines.append(f"{name}={url.replace(f'/{servers.db_id}', '/{db_id}')}")
+        run = tmp_path / "run"
+        code, output = sweep("--dataset", f"bird:{dataset}", "--engines", ",".join(engines),
+                             "--predictor", "gold", "--out", str(run))
+        assert code == 0, output
+        statuses = {(r["engine"], r["question_id"]): r["status"]
+                    for r in ResultsStore(run).records()}
+        assert set(statuses.values()) == {"match"}
+        assert {engine for engine, _ in statuses} == {"sqlite", "pg", "my"}
+    finally:
+        for admin in (servers.pg_admin, servers.my_admin):
+            CliRunner().invoke(main, ["reader", "drop", admin.render_as_string(hide_password=False),
+                                      "--login", login])

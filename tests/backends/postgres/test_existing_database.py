@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from click.testing import CliRunner
 from polysql_testkit import pg_fixtures
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 
 import polysql
 from polysql.backends._common.readers import not_loaded, privileged_login_refusal
+from polysql.cli.main import main
 from polysql.core.errors import EngineError, EngineUnavailableError
 
 pytestmark = pytest.mark.postgres
@@ -117,3 +119,47 @@ def test_a_login_on_a_database_that_is_not_there_is_unavailable(existing: Existi
                              database=existing.database + "_missing")
     with pytest.raises(EngineUnavailableError, match="does not exist"):
         polysql.connect(url.render_as_string(hide_password=False))
+
+
+def reader_cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["reader", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_reader_create_makes_a_login_that_only_reads_and_drop_removes_it(
+        existing: Existing) -> None:
+    admin = existing.admin.render_as_string(hide_password=False)
+    login = pg_fixtures.unique("team_cli").lower()
+    code, out, err = reader_cli("create", admin, "--database", existing.database, "--login", login)
+    assert code == 0, err
+    url = out.strip()
+    assert make_url(url).username == login and make_url(url).database == existing.database
+    assert f"{login} may SELECT in {existing.database} and nothing else" in err
+    before = existing.rows()
+    with polysql.connect(url) as backend:
+        assert backend.execute("SELECT count(*) FROM invoice").rows == [(3,)]
+        refused = backend.execute("DELETE FROM invoice")
+        assert refused.error is not None and refused.error.kind == "forbidden"
+    assert existing.rows() == before
+    # again: the same login with a new password, still usable
+    code, again, err = reader_cli("create", admin, "-d", existing.database, "--login", login)
+    assert code == 0, err
+    assert make_url(again.strip()).password != make_url(url).password
+    with polysql.connect(again.strip()) as backend:
+        assert backend.execute("SELECT count(*) FROM invoice").ok
+
+    code, _, err = reader_cli("drop", admin, "--login", login)
+    assert code == 0 and f"dropped the login {login}" in err
+    with pg_fixtures.admin_connection(existing.admin, "postgres") as server:
+        assert server.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                              (login,)).fetchone() is None
+    code, _, err = reader_cli("drop", admin, "--login", login)
+    assert code == 0 and "there is no login" in err
+
+
+def test_reader_create_for_a_database_that_is_not_there_is_an_error(existing: Existing) -> None:
+    admin = existing.admin.render_as_string(hide_password=False)
+    code, _, err = reader_cli("create", admin, "--database", existing.database + "_missing",
+                              "--login", pg_fixtures.unique("team_cli").lower())
+    assert code != 0
+    assert f"there is no database '{existing.database}_missing'" in err

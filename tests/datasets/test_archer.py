@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from polysql.cli.main import main
 from polysql.core.errors import DatasetError
+from polysql.core.store import ResultsStore
 from polysql.datasets.archer import load_archer
 from polysql.datasets.folder import FolderDataset
 from polysql.datasets.registry import get_dataset
@@ -110,3 +113,21 @@ def test_a_bare_archer_folder_is_read_as_spider(archer_folder: Callable[..., Pat
     root = archer_folder({"dev.json": [entry()]})
     assert get_dataset(str(root)).name == "spider-dev"
     assert get_dataset(f"archer:{root}").name == "archer-dev"
+
+
+def test_an_archer_folder_sweeps_end_to_end_through_the_cli(
+        archer_folder: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+    root = archer_folder({"dev.json": [
+        entry(),
+        entry(query=..., sql="SELECT 1.0 * 300 / MAX(x) FROM t", knowledge="fuel = distance / mpg"),
+    ]})
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, ["sweep", "--dataset", f"archer:{root}", "--engines",
+                                       "sqlite,duckdb", "--predictor", "gold", "--out", str(run)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    statuses = {(r["engine"], r["question_id"]): r["status"] for r in ResultsStore(run).records()}
+    assert statuses == {(engine, qid): "match" for engine in ("sqlite", "duckdb")
+                        for qid in ("0", "1")}
+    assert "archer-dev" in result.output

@@ -16,20 +16,28 @@ from typing import Any
 from polysql.core.errors import DatasetError
 
 
-def read_json_list(path: Path) -> list[Any]:
-    """The top-level JSON list in ``path``; DatasetError when it is missing, unreadable or not a list."""
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of ``path``, the ``what`` file of a dataset ("question file", "gold SQL
+    file"); DatasetError saying which when it is missing, unreadable or not UTF-8."""
     if not path.is_file():
-        raise DatasetError(f"question file not found: {path}")
+        raise DatasetError(f"{what} not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read {what} ({exc.strerror})") from exc
+
+
+def read_json_list(path: Path) -> list[Any]:
+    """The top-level JSON list in ``path``; DatasetError when it is missing, unreadable or not a list."""
+    text = read_text_file(path, "question file")
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from exc
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read question file ({exc.strerror})") from exc
     if not isinstance(data, list):
         raise DatasetError(
             f"{path}: expected a JSON list of question objects at the top level, "
@@ -41,14 +49,7 @@ def read_json_list(path: Path) -> list[Any]:
 def read_json_lines(path: Path) -> list[tuple[int, Any]]:
     """(line number, value) for every non-blank line of a JSON-lines file; DatasetError naming
     ``path:line`` for a line that is not JSON, or when the file is missing or unreadable."""
-    if not path.is_file():
-        raise DatasetError(f"question file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read question file ({exc.strerror})") from exc
+    text = read_text_file(path, "question file")
     values: list[tuple[int, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -141,14 +142,7 @@ def read_gold_lines(path: Path) -> list[GoldLine]:
     are ignored; a blank line anywhere else is an error, because it would shift every question
     after it by one.
     """
-    if not path.is_file():
-        raise DatasetError(f"gold SQL file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read gold SQL file ({exc.strerror})") from exc
+    text = read_text_file(path, "gold SQL file")
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()

@@ -113,7 +113,9 @@ def _gold_markdown(audit: GoldAudit, policy: dict[str, object]) -> list[str]:
     lines += ["", "## Disagreements", ""]
     listed = audit.disagreements
     if not listed:
-        lines.append("Every native gold agrees with the reference gold.")
+        lines.append("Every native gold agrees with the reference gold." if audit.complete else
+                     f"No disagreement among the pairs audited so far; {audit.pending} pending, "
+                     "so this is not the audit's answer yet.")
     else:
         lines += _table(["question", "engine", "outcome", "reason", "native SQL"],
                         [[p.question_id, p.engine, p.outcome, p.reason, p.native_sql]

@@ -149,7 +149,12 @@ def _print_gold_audit(audit: GoldAudit) -> None:
                      f"for any audited engine: {escape(shown)}", highlight=False)
     listed = audit.disagreements
     if not listed:
-        stdout.print("every native gold agrees with the reference gold")
+        # never "all agree" over work not done: say how much the statement covers
+        if audit.complete:
+            stdout.print("every native gold agrees with the reference gold")
+        else:
+            stdout.print(f"no disagreement among the pairs audited so far; {audit.pending} "
+                         "pending, so this is not the audit's answer yet")
         return
     table = Table(title=f"disagreements ({len(listed)})")
     for column in ("question", "engine", "outcome", "reason", "native SQL"):

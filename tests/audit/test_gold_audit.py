@@ -11,6 +11,8 @@ from pathlib import Path
 
 from click.testing import Result
 
+from polysql.audit.golds import audit_gold_records
+from polysql.audit.report import write_gold_audit
 from polysql.cli.main import EXIT_CONFIG, EXIT_DATA
 from polysql.core.store import ResultsStore
 
@@ -170,3 +172,15 @@ def test_auditing_only_the_reference_engine_is_a_config_error(
                      str(tmp_path / "ref"))
     assert result.exit_code == EXIT_CONFIG, result.output
     assert "speaks the reference dialect" in result.output or "speak the reference" in result.output
+
+
+def test_an_unfinished_audit_never_says_everything_agrees(tmp_path: Path) -> None:
+    """Nothing recorded yet and work pending (a Ctrl-C): the report says how little it covers."""
+    audit = audit_gold_records([], dataset="shop", engines=["duckdb"], question_ids=["q1", "q2"],
+                               pending=2)
+    assert not audit.complete
+    write_gold_audit(audit, tmp_path, policy={})
+    report = (tmp_path / "gold_audit.md").read_text()
+    assert "**INCOMPLETE**: 2 (question, engine) pair(s)" in report
+    assert "Every native gold agrees" not in report
+    assert "2 pending, so this is not the audit's answer yet" in report

@@ -5,8 +5,9 @@ neighbouring buckets (0.1234549 vs 0.1234551). :mod:`polysql.normalizers.residue
 such rows with numpy; the rows it cannot settle come here with their values in exact form
 (:class:`~polysql.normalizers.values.Number`) and are paired by sorting: rows are grouped by their
 non-numeric values, sorted on their first numeric value, and each gold row takes the first unused
-predicted row whose numbers are all within tolerance. The cost is O(r log r) for r leftover rows,
-plus the width of each tolerance window.
+predicted row whose numbers are all within tolerance. Taken rows are skipped in near-constant
+time, so the cost is O(r log r) for r leftover rows whatever the windows overlap (plus, per gold
+row, the free rows in its window that differ from it in another numeric column).
 """
 
 from __future__ import annotations
@@ -70,6 +71,30 @@ def _pair_by_rank(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]],
     )
 
 
+class _FreeSlots:
+    """Positions 0..n-1, each free until taken; finds the first free one at or after a position
+    in near-constant time (pointers to the next candidate, shortened on every lookup). Without
+    it, rows whose windows overlap a run of taken positions rescan that run for every row:
+    quadratic on values that straddle bucket boundaries (thousands of near-equal floats)."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, n: int) -> None:
+        self._next = list(range(n + 1))  # position n: the sentinel "none left"
+
+    def first_at_or_after(self, position: int) -> int:
+        nxt = self._next
+        root = position
+        while nxt[root] != root:
+            root = nxt[root]
+        while nxt[position] != root:  # path compression
+            nxt[position], position = root, nxt[position]
+        return root
+
+    def take(self, position: int) -> None:
+        self._next[position] = position + 1
+
+
 def pair_within_tolerance(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]],
                           policy: ComparePolicy) -> tuple[list[int], list[int]]:
     """Pair gold rows with predicted rows equal under tolerance, as a multiset.
@@ -104,7 +129,7 @@ def pair_within_tolerance(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence
             continue
         candidates = sorted(candidates, key=lambda k: pred[k][lead].approx)
         lead_values = [pred[k][lead].approx for k in candidates]
-        taken = [False] * len(candidates)
+        free = _FreeSlots(len(candidates))
         for i in sorted(gold_rows, key=lambda i: gold[i][lead].approx):
             value = gold[i][lead].approx
             if math.isfinite(value):
@@ -112,11 +137,12 @@ def pair_within_tolerance(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence
                 lo, hi = bisect_left(lead_values, value - reach), bisect_right(lead_values, value + reach)
             else:
                 lo, hi = bisect_left(lead_values, value), bisect_right(lead_values, value)
-            for pos in range(lo, hi):
-                if not taken[pos] and rows_match(gold[i], pred[candidates[pos]], policy):
-                    taken[pos] = True
-                    used_pred.add(candidates[pos])
-                    break
+            pos = free.first_at_or_after(lo)
+            while pos < hi and not rows_match(gold[i], pred[candidates[pos]], policy):
+                pos = free.first_at_or_after(pos + 1)
+            if pos < hi:
+                free.take(pos)
+                used_pred.add(candidates[pos])
             else:
                 unpaired_gold.append(i)
     unpaired_pred = [k for k in range(len(pred)) if k not in used_pred]

@@ -31,7 +31,8 @@ from polysql.datasets.base import Dataset, Question
 from polysql.engines.fleet import EngineSpec
 from polysql.sweep.config import VERDICT_SETTINGS, SweepConfig
 from polysql.sweep.inputs import Inputs, RecordInputs
-from polysql.sweep.predictors import FilePredictor, NativeGoldPredictor
+from polysql.sweep.prediction_files import FilePredictor
+from polysql.sweep.predictors import NativeGoldPredictor
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ this module turns such a file into polysql's entries, each with where it sits in
 or a JSON key) and, when it cannot be used, why. Three formats:
 
 - ``jsonl``: polysql's own, one ``{"question_id", "dialect", "sql"}`` object per line. Read line by
-  line by :class:`polysql.sweep.predictors.FilePredictor`; here it is only recognised.
+  line by :class:`polysql.sweep.prediction_files.FilePredictor`; here it is only recognised.
 - ``bird``: BIRD's ``predict_*.json``, one JSON object mapping the question's 0-based position in
   the dataset's question file (``"0"``, ``"1"``, ...) to ``"SQL\\t----- bird -----\\tdb_id"``.
 - ``spider``: Spider's text file, one SQL per line, line i answering question i.

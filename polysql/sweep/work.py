@@ -35,9 +35,9 @@ from polysql.llm.prompting import SchemaCatalog
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.sweep.execution import Cancelled, Executor
 from polysql.sweep.planning import WorkItem, target_engine
-from polysql.sweep.predictors import text_problem
 from polysql.sweep.progress import SweepObserver
 from polysql.sweep.records import build_record
+from polysql.sweep.text_checks import text_problem
 
 
 class SweepWork:

@@ -16,6 +16,7 @@ from polysql.core.predictor import TargetEngine
 from polysql.core.store import ResultsStore
 from polysql.datasets.base import Question
 from polysql.datasets.registry import get_dataset
+from polysql.sweep.prediction_files import FilePredictor
 from polysql.sweep.prediction_formats import (
     BIRD_SEPARATOR,
     FileOptions,
@@ -25,7 +26,7 @@ from polysql.sweep.prediction_formats import (
     read_spider,
     split_spec_options,
 )
-from polysql.sweep.predictors import FilePredictor, make_predictor
+from polysql.sweep.predictors import make_predictor
 
 DEMO = get_dataset("demo")
 SQLITE = TargetEngine("sqlite", "sqlite")

@@ -13,12 +13,9 @@ from polysql.core.errors import ConfigError, PredictionFileError
 from polysql.core.predictor import TargetEngine
 from polysql.datasets.base import Question
 from polysql.sweep.execution_cache import SCHEMA_VERSION, execution_key
-from polysql.sweep.predictors import (
-    FilePredictor,
-    first_text_problem,
-    make_predictor,
-    text_problem,
-)
+from polysql.sweep.prediction_files import FilePredictor
+from polysql.sweep.predictors import make_predictor
+from polysql.sweep.text_checks import first_text_problem, text_problem
 
 QUESTION = Question(id="q1", db_id="db", question="?",
                     gold_sql="SELECT 'a' || 'b' AS ab, GROUP_CONCAT(x) AS xs FROM (SELECT 1 AS x)")

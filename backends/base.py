@@ -279,13 +279,13 @@ class Backend(ABC):
         """Create the login ``login`` (or give it a new password) that may only read
         ``databases`` (existing databases polysql did not load), as the administrator ``admin``;
         return its password. Engines without logins refuse."""
-        raise ConfigError(f"the {cls.name} engine has no reader logins to create: open its "
-                          "database read-only as it is")
+        raise ConfigError(f"polysql cannot create reader logins on {cls.name}: create a login "
+                          "that may only SELECT with the engine's own tools and sweep with its URL")
 
     @classmethod
     def drop_reader(cls, admin: URL, login: str) -> bool:
         """Drop a login :meth:`create_reader` made, with its grants; False if there is none."""
-        raise ConfigError(f"the {cls.name} engine has no reader logins to drop")
+        raise ConfigError(f"polysql creates no reader logins on {cls.name}, so it drops none")
 
     # -- context manager --------------------------------------------------------------------
     def __enter__(self) -> Backend:

@@ -233,10 +233,11 @@ def drop_reader(conn: pymysql.connections.Connection, user: str, host: str) -> N
         cur.execute(f"DROP USER IF EXISTS {account(conn, user, host)}")
 
 
-def broad_privileges(conn: pymysql.connections.Connection) -> list[str]:
-    """Privileges of the current login beyond reading (empty for a read-only login)."""
+def broad_privileges(conn: pymysql.connections.Connection, of: str | None = None) -> list[str]:
+    """Privileges beyond reading of the current login, or of the account ``of`` (``'u'@'h'``,
+    escaped; needs an administrator's ``conn``); empty for a read-only login."""
     with conn.cursor() as cur:
-        cur.execute("SHOW GRANTS")
+        cur.execute(f"SHOW GRANTS FOR {of}" if of else "SHOW GRANTS")
         lines = [row[0] for row in cur.fetchall()]
     found: list[str] = []
     for line in lines:
@@ -371,6 +372,17 @@ def create_team_reader(login: Login, user: str, databases: Sequence[str], host: 
         if missing:
             raise EngineError(f"there is no database {missing[0]!r} on {login.host}:{login.port} "
                               "to create a reader for")
+        if user == login.user:
+            raise EngineError(f"the reader login cannot be {user!r}, the administrator this URL "
+                              "logs in as; name another with --login")
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", (user, host))
+            exists = cur.fetchone() is not None
+        extra = broad_privileges(conn, account(conn, user, host)) if exists else []
+        if extra:  # someone's account: never given a new password or turned into a reader
+            raise EngineError(
+                f"account {user}@{host} exists and holds {', '.join(sorted(set(extra))[:5])}; "
+                "evaluated SQL must not run as it. Name another login with --login")
         for name in databases:
             ensure_reader(conn, name, user, host, password)
     finally:

@@ -97,6 +97,38 @@ def create_database(conn: psycopg.Connection, name: str) -> None:
         ).format(sql.Identifier(name)))
 
 
+def configure_reader_role(conn: psycopg.Connection, role: str, password: str) -> None:
+    """Create ``role``, or set an existing one, as a login with least privileges and the reader
+    session settings; ``conn`` is an administrator's. An existing role with administrative
+    attributes is refused, never stripped: it belongs to someone, and evaluated SQL must not run
+    as it."""
+    existing = conn.execute(
+        "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls"
+        " FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+    if existing is not None and existing[0]:
+        raise LoadError(
+            f"PostgreSQL role {role!r} exists with administrative attributes (superuser, "
+            f"CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS); evaluated SQL must not run as it. "
+            f"Drop the role or name another (reader_role='<name>' for a load, --login for "
+            f"polysql reader create)")
+    verb = "CREATE" if existing is None else "ALTER"
+    try:
+        conn.execute(sql.SQL(
+            verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+            "NOREPLICATION NOBYPASSRLS PASSWORD {}"
+        ).format(sql.Identifier(role), sql.Literal(password)))
+        for name, value in READER_SETTINGS.items():
+            conn.execute(sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                sql.Identifier(role), sql.Identifier(name), sql.Literal(value)))
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise LoadError(f"cannot create the evaluation role {role!r}: {exc}. Load as a "
+                        f"superuser or a user with CREATEROLE") from exc
+    superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if superuser is not None and superuser[0]:
+        conn.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(
+            sql.Identifier(role), sql.Literal(READER_TEMP_FILE_LIMIT)))
+
+
 class MetaStore:
     """An administrator's connection to ``polysql_meta``."""
 
@@ -144,41 +176,13 @@ class MetaStore:
             # One role creation at a time across all loaders of this server.
             self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
                               (_SCHEMA_LOCK, role))
-            existing = self.conn.execute(
-                "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls"
-                " FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
-            if existing is not None and existing[0]:
-                raise LoadError(
-                    f"PostgreSQL role {role!r} exists with administrative attributes (superuser, "
-                    f"CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS); evaluated SQL must not run "
-                    f"as it. Drop the role or pass reader_role='<another name>'")
             password = self.reader_password(role)
             if password is None:
                 password = secrets.token_urlsafe(24)
                 self.conn.execute(
                     "INSERT INTO readers (role, password) VALUES (%s, %s)", (role, password))
-            verb = "CREATE" if existing is None else "ALTER"
-            try:
-                self.conn.execute(sql.SQL(
-                    verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
-                    "NOREPLICATION NOBYPASSRLS PASSWORD {}"
-                ).format(sql.Identifier(role), sql.Literal(password)))
-                for name, value in READER_SETTINGS.items():
-                    self.conn.execute(sql.SQL("ALTER ROLE {} SET {} = {}").format(
-                        sql.Identifier(role), sql.Identifier(name), sql.Literal(value)))
-            except psycopg.errors.InsufficientPrivilege as exc:
-                raise LoadError(
-                    f"cannot create the evaluation role {role!r}: {exc}. Load as a superuser or "
-                    f"a user with CREATEROLE") from exc
-            if self._is_superuser():
-                self.conn.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(
-                    sql.Identifier(role), sql.Literal(READER_TEMP_FILE_LIMIT)))
+            configure_reader_role(self.conn, role, password)
         return password
-
-    def _is_superuser(self) -> bool:
-        row = self.conn.execute(
-            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
-        return bool(row and row[0])
 
     def drop_reader(self, role: str) -> None:
         """Drop ``role`` and forget its password (its databases must be dropped first)."""
@@ -450,11 +454,10 @@ def create_team_reader(admin_url: URL, role: str, databases: Sequence[str]) -> s
         if missing:
             raise EngineError(f"there is no database {missing[0]!r} on "
                               f"{describe(connection_params(admin_url))} to create a reader for")
-        exists = server.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
-        verb = "ALTER" if exists else "CREATE"
-        server.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
-                               "NOREPLICATION NOBYPASSRLS PASSWORD {}").format(
-            sql.Identifier(role), sql.Literal(password)))
+        if role == (admin_url.username or connection_params(admin_url)["user"]):
+            raise EngineError(f"the reader login cannot be {role!r}, the administrator this URL "
+                              "logs in as; name another with --login")
+        configure_reader_role(server, role, password)
         for name in databases:
             server.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
                 sql.Identifier(name), sql.Identifier(role)))

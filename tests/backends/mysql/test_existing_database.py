@@ -103,3 +103,30 @@ def test_reader_create_for_a_database_that_is_not_there_is_an_error(
                               "--database", database + "_missing", "--login", fx.unique("t"))
     assert code != 0
     assert f"there is no database '{database}_missing'" in err
+
+
+def test_reader_create_never_takes_over_an_account_that_holds_more(
+        existing: tuple[URL, str]) -> None:
+    """The administrator's own login, or an account that may write, is refused as the reader
+    login: it keeps its grants and its password."""
+    admin, database = existing
+    admin_text = admin.render_as_string(hide_password=False)
+    code, _, err = reader_cli("create", admin_text, "-d", database, "--login",
+                              admin.username or "root")
+    assert code != 0 and "the administrator this URL logs in as" in err
+    writer = fx.unique("team_writer")
+    conn = fx.admin_connection(admin)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE USER '{writer}'@'%' IDENTIFIED BY 'their-own'")
+            cur.execute(f"GRANT SELECT, INSERT ON `{database}`.* TO '{writer}'@'%'")
+        code, _, err = reader_cli("create", admin_text, "-d", database, "--login", writer)
+        assert code != 0 and "holds INSERT" in err
+        # still theirs: the old password logs in
+        with polysql.connect(admin.set(username=writer, password="their-own",
+                                       database=database), read_only=False) as own:
+            assert own.version()
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{writer}'@'%'")
+        conn.close()

@@ -163,3 +163,24 @@ def test_reader_create_for_a_database_that_is_not_there_is_an_error(existing: Ex
                               "--login", pg_fixtures.unique("team_cli").lower())
     assert code != 0
     assert f"there is no database '{existing.database}_missing'" in err
+
+
+def test_reader_create_never_takes_over_a_role_that_holds_more(existing: Existing) -> None:
+    """An administrator's role, or any role with administrative attributes, is refused as the
+    reader login: it is someone's, and it keeps its attributes (and password)."""
+    admin = existing.admin.render_as_string(hide_password=False)
+    admin_user = existing.admin.username or "postgres"
+    code, _, err = reader_cli("create", admin, "-d", existing.database, "--login", admin_user)
+    assert code != 0 and "the administrator this URL logs in as" in err
+    creator = pg_fixtures.unique("team_creator").lower()
+    with pg_fixtures.admin_connection(existing.admin, "postgres") as server:
+        server.execute(f'CREATE ROLE "{creator}" LOGIN CREATEDB')
+    try:
+        code, _, err = reader_cli("create", admin, "-d", existing.database, "--login", creator)
+        assert code != 0 and "exists with administrative attributes" in err
+        with pg_fixtures.admin_connection(existing.admin, "postgres") as server:
+            assert server.execute("SELECT rolcreatedb FROM pg_roles WHERE rolname = %s",
+                                  (creator,)).fetchone() == (True,)
+    finally:
+        with pg_fixtures.admin_connection(existing.admin, "postgres") as server:
+            server.execute(f'DROP ROLE IF EXISTS "{creator}"')

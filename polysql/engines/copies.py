@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from polysql.backends.base import Backend, SetupScript
 from polysql.core import paths
 from polysql.core.digest import content_digest
 from polysql.core.errors import EngineUnavailableError
-from polysql.core.schema import LoadReport
+from polysql.core.schema import LoadReport, Table
 from polysql.engines.loading import load
 from polysql.engines.registry import alias_url, backend_class, parse_url
 
@@ -156,13 +156,13 @@ def names_existing(engine: str | URL) -> bool:
     return DB_ID_PLACEHOLDER in (engine_url(engine).database or "")
 
 
-def existing_fingerprint(backend: Backend) -> str:
+def existing_fingerprint(tables: Sequence[Table]) -> str:
     """A digest of what an existing database holds as far as evaluated SQL can tell cheaply:
     every table's name, columns, keys and row count. A change of data that keeps every count
     (an UPDATE) is not seen; a load's fingerprint, of the source's content, would be."""
     return content_digest("existing", [
         (table.name, [(c.name, str(c.type), c.nullable, c.declared_type) for c in table.columns],
-         list(table.primary_key), table.row_count) for table in backend.tables()])
+         list(table.primary_key), table.row_count) for table in tables])
 
 
 def open_existing(engine: str | URL, *, db_id: str, **options: Any) -> EvaluationCopy:
@@ -177,14 +177,13 @@ def open_existing(engine: str | URL, *, db_id: str, **options: Any) -> Evaluatio
             raise
         raise _client_failed(backend, exc) from exc
     try:
-        tables = {table.name: table.row_count or 0 for table in opened.tables()}
-        fingerprint = existing_fingerprint(opened)
+        tables = opened.tables()  # one read: it counts every table's rows
     except BaseException:
         opened.close()
         raise
     shown = url.render_as_string(hide_password=True)
-    report = LoadReport(source=shown, target=shown, fingerprint=fingerprint, skipped=True,
-                        tables=tables)
+    report = LoadReport(source=shown, target=shown, fingerprint=existing_fingerprint(tables),
+                        skipped=True, tables={t.name: t.row_count or 0 for t in tables})
     return EvaluationCopy(engine_name(backend, base), url, opened, report)
 
 

@@ -19,16 +19,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 from sqlalchemy.engine import URL
 
+from polysql.backends._common.arrow import arrow_schema
 from polysql.backends._common.cancel import Flights, cancelled
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
-from polysql.backends.sqlite import INFO
+from polysql.backends.sqlite import INFO, arrow_reader
 from polysql.backends.sqlite.connect import database_path, open_connection
 from polysql.backends.sqlite.execute import run_statement
 from polysql.backends.sqlite.introspect import fingerprint, introspect
 from polysql.backends.sqlite.introspect_rows import read_batches
 from polysql.backends.sqlite.load import load_into_sqlite
 from polysql.backends.sqlite.setup import build_from_script
+from polysql.backends.sqlite.source_cache import SOURCES, CachedRows, fits, table_key
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError, LoadError
 from polysql.core.model import Result
 from polysql.core.schema import Coercion, LoadReport, Table
@@ -58,6 +60,7 @@ class SQLiteBackend(Backend):
         self._flights = Flights()
         self._coercions: list[Coercion] | None = None
         self._introspected: list[SourceTable] | None = None
+        self._fingerprint: str | None = None
 
     @classmethod
     def connect(cls, url: URL | str, *, read_only: bool = True, **options: Any) -> SQLiteBackend:
@@ -123,14 +126,21 @@ class SQLiteBackend(Backend):
         stored values; the coercions behind those choices are kept for :meth:`coercions`.
 
         A read-only connection scans once and remembers the answer (its database cannot change
-        through it), so rendering a schema for every prompt does not rescan large tables.
+        through it), so rendering a schema for every prompt does not rescan large tables; a file
+        scanned before in this process, with the same content, is not scanned again (a sweep
+        loads each source into every engine).
         """
 
         with self._lock:
             sources: list[SourceTable] | None = self._introspected
             if sources is None:
+                conn = self._connection()
                 try:
-                    sources = introspect(self._connection())
+                    if self._shares_content():
+                        sources = SOURCES.schema(self._content_key(conn),
+                                                 lambda: introspect(conn))
+                    else:
+                        sources = introspect(conn)
                 except sqlite3.Error as exc:
                     raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
                 if self.read_only:
@@ -156,13 +166,54 @@ class SQLiteBackend(Backend):
             conn = self._connection()
         if self._coercions is None:
             self._coercions = []
+        whole = self._whole_table(conn, table, batch_size) if self._shares_content() else None
+        if whole is not None:
+            self._coercions.extend(whole.coercions)
+            yield from whole.data.to_batches(max_chunksize=batch_size)
+            return
         # Text repaired while reading is a coercion too; it joins those found by tables().
         yield from read_batches(conn, table, batch_size=batch_size, lock=self._lock,
                                 on_coercion=self._coercions.append)
 
+    def _shares_content(self) -> bool:
+        """Whether what this connection reads may be shared with other readers of the same file
+        content: only a read-only connection to a file (a writer's data moves under it)."""
+        return self.read_only and self.path is not None
+
+    def _content_key(self, conn: sqlite3.Connection) -> str:
+        """The fingerprint, computed once per read-only connection; the caller holds the lock."""
+        if self._fingerprint is None or not self.read_only:
+            self._fingerprint = fingerprint(conn, self.path)
+        return self._fingerprint
+
+    def _whole_table(self, conn: sqlite3.Connection, table: Table,
+                     batch_size: int) -> CachedRows | None:
+        """``table``'s rows read at once -- through ADBC when it can, kept for the next reader of
+        the same content -- or None when the table is too large to hold (then it streams)."""
+        with self._lock:
+            key = table_key(self._content_key(conn), table)
+        if not fits(table):
+            return None
+        with SOURCES.reading(key):
+            kept = SOURCES.rows(key)
+            if kept is not None:
+                return kept
+            assert self.path is not None  # _shares_content
+            data = arrow_reader.read_table(self.path, table)
+            if data is not None:
+                kept = CachedRows(data)
+            else:
+                found: list[Coercion] = []
+                batches = list(read_batches(conn, table, batch_size=batch_size, lock=self._lock,
+                                            on_coercion=found.append))
+                kept = CachedRows(pa.Table.from_batches(batches, schema=arrow_schema(table)),
+                                  found)
+            SOURCES.keep(key, kept)
+            return kept
+
     def fingerprint(self) -> str:
         with self._lock:
-            return fingerprint(self._connection(), self.path)
+            return self._content_key(self._connection())
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None,

@@ -1,0 +1,102 @@
+"""Read a whole SQLite table straight into Arrow through ADBC's SQLite driver (C, no Python rows).
+
+The same per-column SELECT expressions as the row reader (:mod:`.introspect_rows`) put every value
+in the form its logical type wants, so a column normally arrives with one storage class. The
+driver infers each column's Arrow type from its first rows; a later value of another class is
+refused (a real or text where it inferred integers) or converted by the driver (an integer where
+it inferred doubles, exact up to 2^53). A refusal, text that is not valid UTF-8, or an integer a
+float column could hold only approximately (flagged per row by the query itself) all make this
+reader answer None, and the caller reads the table the slower way, which repairs and reports
+such values. This reader never passes silently over what the slow one would report.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from polysql.backends._common.arrow import arrow_schema, arrow_type
+from polysql.backends.sqlite.introspect_rows import select_expression
+from polysql.backends.sqlite.types import quote_ident
+from polysql.core.schema import Table
+
+try:  # optional at run time: without it every table is read the row-by-row way
+    import adbc_driver_sqlite.dbapi as adbc_sqlite
+except ImportError:  # pragma: no cover - the wheel is a declared dependency
+    adbc_sqlite = None
+
+# The driver decides a column's type from its first batch; a larger first batch means a column
+# whose leading values are NULL is typed by real values more often (otherwise: the slow path).
+_BATCH_ROWS = "65536"
+_EXACT_FLOAT_INT = 2**53
+
+# How each logical type may arrive from the SELECT before the cast to its Arrow type; ``null``
+# is a column the driver saw only NULLs in.
+_ACCEPTED: dict[str, tuple[pa.DataType, ...]] = {
+    "boolean": (pa.int64(),), "integer": (pa.int64(),), "float": (pa.float64(), pa.int64()),
+    "decimal": (pa.string(),), "text": (pa.string(),), "blob": (pa.binary(),),
+    "date": (pa.string(),), "timestamp": (pa.string(),),
+}
+
+
+def available() -> bool:
+    return adbc_sqlite is not None
+
+
+def _uri(path: Path) -> str:
+    return f"file:{urllib.parse.quote(str(path))}?mode=ro"
+
+
+def _column(array: pa.ChunkedArray, kind: str, target: pa.DataType) -> pa.ChunkedArray | None:
+    """``array`` cast to ``target``, or None when only the slow path may convert it."""
+    if array.type == pa.null():
+        return pa.chunked_array([pa.nulls(len(array), target)], type=target)
+    if array.type not in _ACCEPTED[kind]:
+        return None
+    if array.type == pa.string():
+        try:
+            array.validate(full=True)  # SQLite stores text unchecked; bad UTF-8 is repaired elsewhere
+        except pa.ArrowInvalid:
+            return None
+    if array.type == target:
+        return array
+    if kind == "boolean":
+        return pc.not_equal(array, 0)
+    try:
+        return array.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # e.g. a decimal that does not fit: the slow path says which table
+
+
+def read_table(path: Path, table: Table) -> pa.Table | None:
+    """``table`` of the SQLite file at ``path`` as one Arrow table of its logical types, or None
+    when the driver is missing or a value needs the row reader's care."""
+    if adbc_sqlite is None or not table.columns:
+        return None
+    floats = [quote_ident(c.name) for c in table.columns if c.type.kind == "float"]
+    # one flag per float column: an integer a double cannot hold exactly (the slow path rounds
+    # it and reports the count; the driver would round it silently)
+    inexact = [f"(typeof({col}) = 'integer' AND ({col} > {_EXACT_FLOAT_INT} "
+               f"OR {col} < -{_EXACT_FLOAT_INT}))" for col in floats]
+    select = ", ".join([*(select_expression(c) for c in table.columns), *inexact])
+    try:
+        with adbc_sqlite.connect(_uri(path)) as conn, conn.cursor() as cursor:
+            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _BATCH_ROWS})
+            cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)}")
+            fetched = cursor.fetch_arrow_table()
+    except Exception:  # noqa: BLE001 - any driver failure (type mismatch, bad UTF-8): slow path
+        return None
+    for flag in fetched.columns[len(table.columns):]:
+        if pc.max(flag).as_py():
+            return None
+    schema = arrow_schema(table)
+    columns = []
+    for index, column in enumerate(table.columns):
+        converted = _column(fetched.column(index), column.type.kind, arrow_type(column.type))
+        if converted is None:
+            return None
+        columns.append(converted)
+    return pa.Table.from_arrays(columns, schema=schema)

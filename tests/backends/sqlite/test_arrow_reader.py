@@ -1,0 +1,201 @@
+"""The Arrow reader (ADBC) and the source cache give exactly what the row reader gives.
+
+The row reader (``read_batches``) is the reference: it repairs and reports odd values. Every
+table here is read both ways and must come out value for value the same, with the same coercions;
+where the fast reader cannot match it, it must step aside (answer None), never differ.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import polysql
+from polysql.backends.sqlite import arrow_reader
+from polysql.backends.sqlite.introspect_rows import read_batches
+from polysql.backends.sqlite.source_cache import SOURCES, table_key
+from polysql.core.errors import LoadError
+from polysql.core.schema import Coercion, Table
+
+Build = Callable[[sqlite3.Connection], None]
+
+
+def _all_types(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE t (i INTEGER, f REAL, d NUMERIC(12,2), s TEXT, b BOOLEAN, "
+                "dt DATE, ts DATETIME, bl BLOB, loose)")
+    rows: list[tuple[Any, ...]] = [
+        (1, 1.5, "12.25", "plain", 1, "2024-02-29", "2024-02-29 23:59:59.123456", b"\x00\xff", 7),
+        (None, None, None, None, None, None, None, None, None),
+        (-(2**63), -0.0, "-0.01", "trailing  ", 0, "1900-01-01", "1969-12-31 00:00:00",
+         b"", "x"),
+        (2**63 - 1, 2, "99999999.99", "ümlaut 😀", "true", "2100-12-31", "2000-01-01 12:00:00",
+         b"text", 2.5),
+        (0, float("inf"), "0", "", "FALSE", None, "2024-01-01 00:00:00.5", None, None),
+    ]
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _leading_nulls_then_text(con: sqlite3.Connection) -> None:
+    # more NULLs than the driver's first batch: it types the column before seeing the text
+    con.execute("CREATE TABLE t (s)")
+    con.executemany("INSERT INTO t VALUES (?)", [(None,)] * 70_000 + [("late",), (3,)])
+
+
+def _blob_in_text(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE t (s TEXT)")
+    con.executemany("INSERT INTO t VALUES (?)", [("a",), (b"\xff\xfe",), (b"ok",)])
+
+
+def _bad_utf8_text(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE t (s TEXT)")
+    con.execute("INSERT INTO t VALUES ('fine')")
+    con.execute("INSERT INTO t VALUES (CAST(x'ff41' AS TEXT))")
+
+
+def _huge_int_in_float(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE t (a, b REAL)")
+    con.executemany("INSERT INTO t VALUES (?, ?)",
+                    [(1.5, 1.0), (2**60 + 1, 2.0), (3, None), (-(2**62) - 1, 4.0)])
+
+
+def _ints_then_reals(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE t (a)")
+    con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(70_000)] + [(0.25,)])
+
+
+CASES: dict[str, Build] = {
+    "all_types": _all_types,
+    "leading_nulls_then_text": _leading_nulls_then_text,
+    "blob_in_text": _blob_in_text,
+    "bad_utf8_text": _bad_utf8_text,
+    "huge_int_in_float": _huge_int_in_float,
+    "ints_then_reals": _ints_then_reals,
+}
+
+
+def _make(path: Path, build: Build) -> Path:
+    con = sqlite3.connect(path)
+    build(con)
+    con.commit()
+    con.close()
+    return path
+
+
+def _row_reader(path: Path) -> tuple[pa.Table, list[Coercion]]:
+    with polysql.connect(f"sqlite:///{path}") as source:
+        (table,) = source.tables()
+    found: list[Coercion] = []
+    con = sqlite3.connect(path)
+    try:
+        batches = list(read_batches(con, table, batch_size=1000, lock=threading.Lock(),
+                                    on_coercion=found.append))
+    finally:
+        con.close()
+    return pa.Table.from_batches(batches), found
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_backend_reads_what_the_row_reader_reads(tmp_path: Path, case: str) -> None:
+    path = _make(tmp_path / "src.sqlite", CASES[case])
+    expected, expected_coercions = _row_reader(path)
+    SOURCES.clear()
+    for _ in range(2):  # the second connection takes the kept copy
+        with polysql.connect(f"sqlite:///{path}") as source:
+            (table,) = source.tables()
+            before = list(source.coercions())
+            got = pa.Table.from_batches(list(source.read_table(table)))
+            read_coercions = source.coercions()[len(before):]
+        assert got.schema == expected.schema
+        assert got.to_pylist() == expected.to_pylist()
+        assert read_coercions == expected_coercions
+
+
+@pytest.mark.parametrize("case", ["all_types"])
+def test_the_fast_reader_serves_plain_tables(tmp_path: Path, case: str) -> None:
+    """Guards the speed path itself: a table with nothing odd in it is read by ADBC."""
+    path = _make(tmp_path / "src.sqlite", CASES[case])
+    with polysql.connect(f"sqlite:///{path}") as source:
+        (table,) = source.tables()
+    fast = arrow_reader.read_table(path, table)
+    assert fast is not None
+    assert fast.to_pylist() == _row_reader(path)[0].to_pylist()
+
+
+@pytest.mark.parametrize("case", ["blob_in_text", "bad_utf8_text", "huge_int_in_float",
+                                  "ints_then_reals", "leading_nulls_then_text"])
+def test_the_fast_reader_steps_aside_where_values_need_care(tmp_path: Path, case: str) -> None:
+    path = _make(tmp_path / "src.sqlite", CASES[case])
+    with polysql.connect(f"sqlite:///{path}") as source:
+        (table,) = source.tables()
+    fast = arrow_reader.read_table(path, table)
+    assert fast is None or fast.to_pylist() == _row_reader(path)[0].to_pylist()
+
+
+def test_a_changed_source_is_read_again(tmp_path: Path) -> None:
+    """Kept rows are keyed by content: after the file changes, loads see the new rows."""
+    path = _make(tmp_path / "src.sqlite", lambda c: c.execute("CREATE TABLE t (a INTEGER)"))
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO t VALUES (1)")
+    con.commit()
+    first = polysql.load(f"sqlite:///{path}", f"duckdb:///{tmp_path / 'a.duckdb'}")
+    with polysql.connect(f"sqlite:///{path}") as source:
+        (table,) = source.tables()
+        assert SOURCES.rows(table_key(source.fingerprint(), table)) is not None
+    con.execute("INSERT INTO t VALUES (2)")
+    con.commit()
+    con.close()
+    second = polysql.load(f"sqlite:///{path}", f"duckdb:///{tmp_path / 'b.duckdb'}")
+    assert (first.tables, second.tables) == ({"t": 1}, {"t": 2})
+    with polysql.connect(f"duckdb:///{tmp_path / 'b.duckdb'}") as copy:
+        assert copy.execute("SELECT a FROM t ORDER BY a").rows == [(1,), (2,)]
+
+
+class _FailingSource:
+    """A load source whose rows fail after the first batch, as a SQLite table too large to keep
+    does when a value cannot be converted half way through the stream."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self._inner = polysql.connect(f"sqlite:///{path}")
+        self.url = self._inner.url
+
+    def tables(self) -> list[Table]:
+        return self._inner.tables()
+
+    def coercions(self) -> list[Coercion]:
+        return []
+
+    def views(self) -> list[tuple[str, str]]:
+        return []
+
+    def fingerprint(self) -> str:
+        return self._inner.fingerprint()
+
+    def read_table(self, table: Table) -> Iterator[pa.RecordBatch]:
+        yield from itertools.islice(self._inner.read_table(table, batch_size=10), 1)
+        raise LoadError(f"cannot convert table {table.name!r} to its resolved types: test")
+
+
+def test_a_source_failure_mid_load_is_the_load_error(tmp_path: Path) -> None:
+    """DuckDB pulls the source's batches on its own; the source's own error (naming the table)
+    is what the caller sees, not DuckDB's text wrapping of it."""
+    path = _make(tmp_path / "src.sqlite", lambda c: c.execute("CREATE TABLE t (a INTEGER)"))
+    con = sqlite3.connect(path)
+    con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(100)])
+    con.commit()
+    con.close()
+    source = _FailingSource(path)
+    try:
+        with (polysql.connect(f"duckdb:///{tmp_path / 'c.duckdb'}", read_only=False) as target,
+              pytest.raises(LoadError, match="^cannot convert table 't' to its resolved types: test$")):
+            target.load(source)  # type: ignore[arg-type]
+    finally:
+        source._inner.close()

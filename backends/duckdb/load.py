@@ -8,7 +8,9 @@ keys. Secondary indexes follow; a UNIQUE one the rows violate becomes a plain in
 
 from __future__ import annotations
 
+import itertools
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,15 +46,38 @@ def create_table_sql(table: Table) -> str:
 
 
 def _insert_rows(conn: duckdb.DuckDBPyConnection, source: Backend, table: Table, *, into: str) -> int:
+    """Every row of ``table`` in one INSERT that scans the source's batches as an Arrow stream:
+    DuckDB pulls them on its own threads, with no statement per batch."""
     view = f"polysql_batch_{uuid.uuid4().hex}"
     loaded = 0
-    for batch in source.read_table(table):
-        conn.register(view, pa.Table.from_batches([batch]))
+
+    batches = iter(source.read_table(table))
+    first = next(batches, None)
+    if first is None:
+        return 0
+
+    failed: list[BaseException] = []
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal loaded
         try:
-            conn.execute(f"INSERT INTO {quote_ident(into)} SELECT * FROM {quote_ident(view)}")
-        finally:
-            conn.unregister(view)
-        loaded += batch.num_rows
+            for batch in itertools.chain([first], batches):
+                loaded += batch.num_rows
+                yield batch
+        except BaseException as exc:
+            failed.append(exc)  # DuckDB would report it only as text inside its own error
+            raise
+
+    stream = pa.RecordBatchReader.from_batches(first.schema, counted())
+    conn.register(view, stream)
+    try:
+        conn.execute(f"INSERT INTO {quote_ident(into)} SELECT * FROM {quote_ident(view)}")
+    except duckdb.Error:
+        if failed:  # the source failed (a LoadError naming its table): that is the error
+            raise failed[0] from None
+        raise
+    finally:
+        conn.unregister(view)
     return loaded
 
 

@@ -7,8 +7,9 @@ Comparison is pure: it never executes SQL. But two rules need more than the gold
 * a tie group cut by the gold's LIMIT shows only in a re-run with the LIMIT widened
   (:func:`widen_limit`);
 * where NULLs sort is each engine's convention, so an ordered prediction that placed them by its
-  own engine's rule is checked against the gold re-run with NULLs placed that way
-  (:func:`judge`, policy ``null_order``).
+  own engine's rule is checked against the gold with NULLs placed that way (:func:`judge`,
+  policy ``null_order``): its rows re-sorted here when the ORDER BY keys are output columns and
+  nothing limits the rows, else the gold re-run.
 
 :func:`run_gold` does both through a caller-supplied ``run`` function, so every caller (sweep,
 ``polysql compare``, Python users) gathers the same evidence the same way.
@@ -16,13 +17,19 @@ Comparison is pure: it never executes SQL. But two rules need more than the gold
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from polysql.core.model import Result, Verdict
 from polysql.normalizers.compare import compare, resolve_policy
-from polysql.normalizers.ordering import keyed_order_sql, null_order_variants, widen_limit
+from polysql.normalizers.ordering import (
+    keyed_order_sql,
+    null_order_variants,
+    replaced_nulls,
+    widen_limit,
+)
 
 
 @dataclass(slots=True)
@@ -55,18 +62,35 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result]) -> GoldRuns:
     return GoldRuns(sql, dialect, result, compared, hidden, widened)
 
 
+def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
+    """The gold rows under each other NULL convention when they can be re-sorted here instead of
+    re-run (see :func:`replaced_nulls`): never for a truncated result or a keyed re-run."""
+    if gold.result.truncated or gold.hidden or gold.widened is not None:
+        return None
+    return replaced_nulls(gold.sql, gold.dialect, gold.result.columns, gold.result.rows)
+
+
 def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = None, *,
           ordered: bool | None = None, **policy: Any) -> Verdict:
-    """``compare`` plus the rules that need more gold runs (through ``run``, on the gold's
-    engine): an ordered prediction that misses only because its engine sorts NULLs by another
-    convention matches the gold re-run with NULLs placed that way (``null_order="either"``)."""
+    """``compare`` plus the rules that need more gold evidence: an ordered prediction that misses
+    only because its engine sorts NULLs by another convention matches the gold with NULLs placed
+    that way (``null_order="either"``) -- its rows moved here when that is exact, otherwise the
+    gold re-run through ``run`` on its engine."""
     verdict = compare(gold.compared, pred, ordered=ordered, dialect=gold.dialect,
                       **gold.compare_kwargs(), **policy)
-    if (verdict.match or run is None or not verdict.details.get("ordered")
+    if (verdict.match or not verdict.details.get("ordered")
             or resolve_policy(None, policy).null_order != "either"):
         return verdict
+    moved = _replaced_nulls(gold)
     for label, variant_sql in null_order_variants(gold.sql, gold.dialect):
-        variant = run_gold(variant_sql, gold.dialect, run)
+        if moved is not None and label in moved:
+            rows = moved[label]
+            variant = GoldRuns(variant_sql, gold.dialect, dataclasses.replace(gold.result, rows=rows),
+                               dataclasses.replace(gold.compared, rows=rows))
+        elif run is not None:
+            variant = run_gold(variant_sql, gold.dialect, run)
+        else:
+            continue  # only a re-run could tell, and there is no engine to run it on
         if not variant.result.ok or variant.result.rows == gold.result.rows:
             continue  # the re-run failed, or NULL placement changes nothing here
         again = compare(variant.compared, pred, ordered=ordered, dialect=gold.dialect,

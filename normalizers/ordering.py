@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -204,6 +205,42 @@ def null_order_variants(sql: str, dialect: str) -> list[tuple[str, str]]:
             ordered.set("nulls_first", first)
         variants.append((label, changed.sql(dialect=dialect)))
     return variants
+
+
+def replaced_nulls(sql: str, dialect: str, columns: list[str],
+                   rows: list[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]] | None:
+    """The gold's rows as each :func:`null_order_variants` convention would order them, worked
+    out from the rows alone, by label; None when only a re-run of the gold can tell.
+
+    Moving NULLs is all a convention changes, and it can be done without knowing how the engine
+    orders other values when: there is no LIMIT, OFFSET or FETCH (those would select other rows),
+    every ORDER BY key is an output column, only the first key holds NULLs, and its NULL rows
+    form one block at the start or the end. Then the other convention is that block moved to the
+    other end, the rest in the order the engine gave.
+    """
+    query = _parse_outermost(sql, dialect)
+    if query is None or any(query.args.get(arg) for arg in ("limit", "offset", "fetch")):
+        return None
+    order = query.args.get("order")
+    if not isinstance(order, exp.Order) or not order.expressions:
+        return None
+    info = infer_order(sql, dialect, columns)
+    if info.keys is None or not isinstance(order.expressions[0], exp.Ordered):
+        return None
+    first, *others = info.keys
+    if any(row[k] is None for row in rows for k in others if k != first):
+        return None
+    nulls = [i for i, row in enumerate(rows) if row[first] is None]
+    count = len(nulls)
+    if nulls and nulls != list(range(count)) and nulls != list(range(len(rows) - count, len(rows))):
+        return None  # NULLs amid the rows: no convention the block rule knows
+    block = [rows[i] for i in nulls]
+    rest = [row for row in rows if row[first] is not None]
+    descending = bool(order.expressions[0].args.get("desc"))
+    wanted = {label: desc_first if descending else asc_first
+              for label, asc_first, desc_first in NULL_CONVENTIONS}
+    return {label: block + rest if wanted[label] else rest + block
+            for label, _ in null_order_variants(sql, dialect)}
 
 
 #: prefix of the columns :func:`keyed_order_sql` appends; compare strips them again

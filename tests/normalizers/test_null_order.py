@@ -7,8 +7,9 @@ The gold runs on SQLite (NULLs smallest); predictions run on DuckDB (NULLs last)
 from __future__ import annotations
 
 from polysql.backends.base import Backend
-from polysql.core.model import Verdict
+from polysql.core.model import Result, Verdict
 from polysql.normalizers.gold import judge, run_gold
+from polysql.normalizers.ordering import null_order_variants, replaced_nulls
 
 SETUP = ["CREATE TABLE t (name TEXT, score INTEGER)",
          "INSERT INTO t VALUES ('a', 3), ('b', NULL), ('c', 1), ('d', NULL), ('e', 2)"]
@@ -45,3 +46,62 @@ def test_null_placement_inside_the_rows_must_still_be_consistent(lite: Backend, 
     v = verdict(lite, "SELECT name, score FROM t ORDER BY score", duck,
                 "SELECT name, score FROM t ORDER BY CASE WHEN score IS NULL THEN 2 ELSE score END")
     assert not v.match
+
+
+# -- the gold re-sorted in process instead of re-run -------------------------------------------
+
+RESORTABLE = [
+    "SELECT name, score FROM t ORDER BY score, name",
+    "SELECT name, score FROM t ORDER BY score DESC, name",
+    "SELECT score, name FROM t ORDER BY 1 DESC, 2",
+    "SELECT name, score AS s FROM t ORDER BY s, name DESC",
+]
+
+
+def test_resorted_rows_are_what_the_engine_returns(lite: Backend) -> None:
+    """Moving the NULL block gives, for every convention, exactly the rows of the gold re-run
+    with that convention spelled out -- so the re-run can be skipped."""
+    for sql in RESORTABLE:
+        gold = lite.execute(sql)
+        moved = replaced_nulls(sql, "sqlite", gold.columns, gold.rows)
+        assert moved is not None, sql
+        variants = dict(null_order_variants(sql, "sqlite"))
+        assert set(moved) == set(variants), sql
+        for label, variant_sql in variants.items():
+            assert moved[label] == lite.execute(variant_sql).rows, (sql, label)
+
+
+def test_only_a_re_run_can_tell(lite: Backend) -> None:
+    for sql in ["SELECT name FROM t ORDER BY score LIMIT 2",  # other rows would be picked
+                "SELECT name, score FROM t ORDER BY score LIMIT 10 OFFSET 1",
+                "SELECT name FROM t ORDER BY score",  # the key is not an output column
+                "SELECT name, score FROM t ORDER BY name, score",  # NULLs in a later key
+                ]:
+        gold = lite.execute(sql)
+        assert replaced_nulls(sql, "sqlite", gold.columns, gold.rows) is None, sql
+
+
+def test_an_output_key_order_is_judged_without_re_running_the_gold(lite: Backend,
+                                                                   duck: Backend) -> None:
+    runs: list[str] = []
+
+    def counted(sql: str) -> Result:
+        runs.append(sql)
+        return lite.execute(sql)
+
+    sql = "SELECT name, score FROM t ORDER BY score"
+    gold = run_gold(sql, "sqlite", counted)
+    runs.clear()
+    v = judge(gold, duck.execute(sql), counted)
+    assert v.match, v.reason
+    assert "null_order" in v.details
+    assert runs == []
+    wrong = judge(gold, duck.execute("SELECT name, score FROM t ORDER BY score DESC"), counted)
+    assert not wrong.match
+    assert runs == []
+    # without a LIMIT-free output key, the gold is re-run as before
+    limited = "SELECT name, score FROM t ORDER BY score LIMIT 3"
+    gold = run_gold(limited, "sqlite", counted)
+    runs.clear()
+    assert judge(gold, duck.execute(limited), counted).match
+    assert runs

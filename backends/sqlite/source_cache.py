@@ -62,17 +62,19 @@ class SourceCache:
     # -- schemas ---------------------------------------------------------------------------
     def schema(self, fingerprint: str,
                introspect: Callable[[], list[SourceTable]]) -> list[SourceTable]:
-        with self._lock:
-            known = self._schemas.get(fingerprint)
-            if known is not None:
-                self._schemas.move_to_end(fingerprint)
-                return known
-        scanned = introspect()  # outside the lock: other sources scan meanwhile
-        with self._lock:
-            self._schemas[fingerprint] = scanned
-            while len(self._schemas) > _SCHEMAS_KEPT:
-                self._schemas.popitem(last=False)
-        return scanned
+        # engines loading the same source at the same moment wait for one scan, not run four
+        with self.reading(("schema", fingerprint, "")):
+            with self._lock:
+                known = self._schemas.get(fingerprint)
+                if known is not None:
+                    self._schemas.move_to_end(fingerprint)
+                    return known
+            scanned = introspect()  # outside the cache's lock: other sources scan meanwhile
+            with self._lock:
+                self._schemas[fingerprint] = scanned
+                while len(self._schemas) > _SCHEMAS_KEPT:
+                    self._schemas.popitem(last=False)
+            return scanned
 
     # -- rows ------------------------------------------------------------------------------
     @contextmanager

@@ -199,3 +199,27 @@ def test_a_source_failure_mid_load_is_the_load_error(tmp_path: Path) -> None:
             target.load(source)  # type: ignore[arg-type]
     finally:
         source._inner.close()
+
+
+def test_engines_loading_one_source_at_once_all_get_every_row(tmp_path: Path) -> None:
+    """A sweep loads one source into several engines on several threads: they share one scan
+    and one read, and each copy is whole."""
+    path = _make(tmp_path / "src.sqlite", CASES["all_types"])
+    SOURCES.clear()
+    reports: list[dict[str, int]] = []
+    failures: list[BaseException] = []
+
+    def load(n: int) -> None:
+        try:
+            reports.append(polysql.load(f"sqlite:///{path}",
+                                        f"duckdb:///{tmp_path / f'copy{n}.duckdb'}").tables)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=load, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert reports == [{"t": 5}] * 4

@@ -23,14 +23,14 @@ from polysql.backends._common.arrow import arrow_schema
 from polysql.backends._common.cancel import Flights, cancelled
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
-from polysql.backends.sqlite import INFO, arrow_reader
+from polysql.backends.sqlite import INFO, introspect_arrow
 from polysql.backends.sqlite.connect import database_path, open_connection
 from polysql.backends.sqlite.execute import run_statement
 from polysql.backends.sqlite.introspect import fingerprint, introspect
+from polysql.backends.sqlite.introspect_cache import SOURCES, CachedRows, fits, table_key
 from polysql.backends.sqlite.introspect_rows import read_batches
 from polysql.backends.sqlite.load import load_into_sqlite
 from polysql.backends.sqlite.setup import build_from_script
-from polysql.backends.sqlite.source_cache import SOURCES, CachedRows, fits, table_key
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError, LoadError
 from polysql.core.model import Result
 from polysql.core.schema import Coercion, LoadReport, Table
@@ -199,7 +199,7 @@ class SQLiteBackend(Backend):
             if kept is not None:
                 return kept
             assert self.path is not None  # _shares_content
-            data = arrow_reader.read_table(self.path, table)
+            data = introspect_arrow.read_table(self.path, table)
             if data is not None:
                 kept = CachedRows(data)
             else:

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 import polysql
-from polysql.backends.sqlite import arrow_reader
+from polysql.backends.sqlite import introspect_arrow
+from polysql.backends.sqlite.introspect_cache import SOURCES, table_key
 from polysql.backends.sqlite.introspect_rows import read_batches
-from polysql.backends.sqlite.source_cache import SOURCES, table_key
 from polysql.core.errors import LoadError
 from polysql.core.schema import Coercion, Table
 
@@ -123,7 +123,7 @@ def test_the_fast_reader_serves_plain_tables(tmp_path: Path, case: str) -> None:
     path = _make(tmp_path / "src.sqlite", CASES[case])
     with polysql.connect(f"sqlite:///{path}") as source:
         (table,) = source.tables()
-    fast = arrow_reader.read_table(path, table)
+    fast = introspect_arrow.read_table(path, table)
     assert fast is not None
     assert fast.to_pylist() == _row_reader(path)[0].to_pylist()
 
@@ -134,7 +134,7 @@ def test_the_fast_reader_steps_aside_where_values_need_care(tmp_path: Path, case
     path = _make(tmp_path / "src.sqlite", CASES[case])
     with polysql.connect(f"sqlite:///{path}") as source:
         (table,) = source.tables()
-    fast = arrow_reader.read_table(path, table)
+    fast = introspect_arrow.read_table(path, table)
     assert fast is None or fast.to_pylist() == _row_reader(path)[0].to_pylist()
 
 

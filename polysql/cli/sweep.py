@@ -34,6 +34,7 @@ from polysql.sweep.config import SweepConfig, default_engines
 from polysql.sweep.outcome import SweepOutcome
 from polysql.sweep.progress import SweepObserver
 from polysql.sweep.runner import Sweep
+from polysql.sweep.timings import STAGES, SweepTimings
 
 
 class RichObserver(SweepObserver):
@@ -140,11 +141,14 @@ def _usage_table(models: dict[str, dict[str, Any]]) -> Table:
 @click.option("--no-cache", is_flag=True,
               help="Do not read or write the execution cache or the model response cache.")
 @click.option("--fresh", is_flag=True, help="Discard earlier results in the run folder.")
+@click.option("--timings", "show_timings", is_flag=True,
+              help="At the end, print where the time went, per engine and stage (also written "
+                   "to timings.json in the run folder on every run).")
 def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str, ...],
           model_config: Path | None, prompt_level: str, cot: bool, sample_rows: int,
           prompt_template: str, out: Path | None, timeout: float, max_rows: int,
           question_ids: tuple[str, ...], limit: int | None, policy_items: tuple[str, ...],
-          no_cache: bool, fresh: bool) -> None:
+          no_cache: bool, fresh: bool, show_timings: bool) -> None:
     """Run every question with every predictor on every engine; write results and a report."""
     if predictors is None:
         predictors = "" if models else "gold,transpile"
@@ -169,8 +173,49 @@ def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str,
     stdout.print(_summary_table(outcome))
     if outcome.models:
         stdout.print(_usage_table(outcome.models))
+    if show_timings and outcome.timings is not None:
+        stdout.print(_timings_table(outcome.timings))
+        stdout.print(_timings_line(outcome.timings), highlight=False)
     console.print(_final_line(outcome, paths), highlight=False)
     sys.exit(sweep_exit_code(outcome))
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _timings_table(timings: SweepTimings) -> Table:
+    """Seconds per lane and stage; each lane's stages add up to its total."""
+    lanes = timings.lanes()
+    overall = timings.overall()
+    stages = [stage for stage in STAGES if stage in overall.seconds]
+    table = Table(title="where the time went (seconds; each stage counted once, without the "
+                        "stages inside it)")
+    columns = ["lane", *stages, "total", "engine", "polysql", "polysql/engine", "rows loaded"]
+    for col in columns:
+        table.add_column(col, justify="left" if col == "lane" else "right")
+    for name, times in [*lanes.items(), ("all", overall)]:
+        ratio = times.ratio()
+        loaded = f"{times.rows_loaded:,}"
+        if times.rows_loaded and times.load > 0:
+            loaded += f" ({times.rows_loaded / times.load:,.0f}/s)"
+        table.add_row(escape(name), *(_seconds(times.seconds.get(stage, 0.0)) for stage in stages),
+                      _seconds(times.total), _seconds(times.engine), _seconds(times.polysql),
+                      "—" if ratio is None else f"{ratio:.2f}", loaded if times.rows_loaded else "—",
+                      end_section=name == next(reversed(lanes), None))
+    return table
+
+
+def _timings_line(timings: SweepTimings) -> str:
+    """The totals in words: what the columns mean and how the lanes relate to the wall time."""
+    overall = timings.overall()
+    ratio = overall.ratio()
+    return (f"wall time {timings.wall:.3f} s; engine execution {overall.engine:.3f} s; polysql's "
+            f"own time {overall.polysql:.3f} s without loading ({overall.load:.3f} s), "
+            f"{overall.total - overall.engine:.3f} s with it; polysql/engine "
+            f"{'—' if ratio is None else f'{ratio:.2f}'}. Engine lanes run in parallel, so "
+            "their sum may exceed the wall time; 'other' is time in a lane no stage claims "
+            "(waiting for model answers, progress).")
 
 
 def _final_line(outcome: SweepOutcome, paths: list[Path]) -> str:

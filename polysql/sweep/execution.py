@@ -14,6 +14,7 @@ from polysql.backends.base import Backend
 from polysql.core.model import Result
 from polysql.engines.fleet import EngineSpec
 from polysql.sweep.execution_cache import ExecutionCache, execution_key
+from polysql.sweep.timings import SweepTimings
 
 
 class Cancelled(Exception):
@@ -25,10 +26,11 @@ class Executor:
     once a stop was asked for, and a cancelled one raises :class:`Cancelled`."""
 
     def __init__(self, *, timeout: float, max_rows: int, cache: ExecutionCache | None,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], timings: SweepTimings | None = None) -> None:
         self.timeout = timeout
         self.max_rows = max_rows
         self.cache = cache
+        self.timings = timings if timings is not None else SweepTimings()
         self._say = say
         self._stop = threading.Event()
         self._cancel = threading.Event()
@@ -48,26 +50,29 @@ class Executor:
             raise Cancelled
         key = None
         if self.cache is not None:
-            key = execution_key(
-                engine=f"{spec.backend.name}|{spec.url.render_as_string(hide_password=True)}",
-                engine_version=backend.version(), db_fingerprint=fingerprint, sql=sql,
-                timeout=self.timeout, max_rows=self.max_rows,
-            )
-            cached = self.cache.get(key)
+            with self.timings.stage("cache"):
+                key = execution_key(
+                    engine=f"{spec.backend.name}|{spec.url.render_as_string(hide_password=True)}",
+                    engine_version=backend.version(), db_fingerprint=fingerprint, sql=sql,
+                    timeout=self.timeout, max_rows=self.max_rows,
+                )
+                cached = self.cache.get(key)
             if cached is not None:
                 return cached
         me = threading.get_ident()
         with self._running_lock:
             self._running[me] = backend
         try:
-            result = backend.execute(sql, timeout=self.timeout, max_rows=self.max_rows)
+            with self.timings.stage("execute"):
+                result = backend.execute(sql, timeout=self.timeout, max_rows=self.max_rows)
         finally:
             with self._running_lock:
                 self._running.pop(me, None)
         if self._cancel.is_set():
             raise Cancelled
         if self.cache is not None and key is not None:
-            self.cache.put(key, result)
+            with self.timings.stage("cache"):
+                self.cache.put(key, result)
         return result
 
     def request_stop(self) -> None:

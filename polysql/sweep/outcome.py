@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.analysis.summary import Summary
+from polysql.sweep.timings import SweepTimings
 
 
 @dataclass(slots=True)
@@ -35,6 +36,7 @@ class SweepOutcome:
     # work items that hit a bug in polysql: (what, traceback); their work stays pending
     internal_errors: list[tuple[str, str]] = field(default_factory=list)
     damaged_lines: int = 0  # unreadable lines dropped from results.jsonl at the start
+    timings: SweepTimings | None = None  # where this invocation's time went
 
     @property
     def pending(self) -> int:

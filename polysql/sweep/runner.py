@@ -40,6 +40,7 @@ from polysql.sweep.outcome import SweepOutcome, broken_databases
 from polysql.sweep.planning import RunPlanner, WorkItem
 from polysql.sweep.predictors import make_predictor
 from polysql.sweep.progress import SweepObserver
+from polysql.sweep.timings import TIMINGS_FILE, SweepTimings, count_loaded_rows
 from polysql.sweep.work import SweepWork
 
 
@@ -99,22 +100,26 @@ class Sweep:
 
     def run(self) -> SweepOutcome:
         started = time.perf_counter()
-        planner = RunPlanner(config=self.config, dataset=self.dataset, predictors=self.predictors,
-                             engines=self.engines, run_dir=self.run_dir, store=self.store,
-                             inputs=self._inputs)
-        questions = planner.questions()
-        # before anything is written: may refuse the run
-        self.problems.extend(planner.audit_prediction_files(questions))
-        plan = planner.write_run_file(questions)
-        work_plan = planner.plan_work(questions)
-        self.problems.extend(work_plan.problems)
-        # Whatever happens from here (a kill included), the files on disk say the run is not
-        # finished until the end of this method rewrites them.
-        self._write_progress_reports(plan, "running")
-        cache = ExecutionCache(cache_dir() / "executions.sqlite") if self.config.use_cache else None
+        timings = SweepTimings()
+        with timings.stage("plan"):
+            planner = RunPlanner(config=self.config, dataset=self.dataset,
+                                 predictors=self.predictors, engines=self.engines,
+                                 run_dir=self.run_dir, store=self.store, inputs=self._inputs)
+            questions = planner.questions()
+            # before anything is written: may refuse the run
+            self.problems.extend(planner.audit_prediction_files(questions))
+            plan = planner.write_run_file(questions)
+            work_plan = planner.plan_work(questions)
+            self.problems.extend(work_plan.problems)
+            # Whatever happens from here (a kill included), the files on disk say the run is not
+            # finished until the end of this method rewrites them.
+            self._write_progress_reports(plan, "running")
+        with timings.stage("cache"):
+            cache = (ExecutionCache(cache_dir() / "executions.sqlite")
+                     if self.config.use_cache else None)
         fleet = EngineFleet(cache_dir(), self.dataset.name)
         executor = Executor(timeout=self.config.timeout, max_rows=self.config.max_rows, cache=cache,
-                            say=self.observer.message)
+                            say=self.observer.message, timings=timings)
         work = SweepWork(dataset=self.dataset, predictors=self.predictors, engines=self.engines,
                          store=self.store, observer=self.observer, executor=executor, fleet=fleet,
                          schemas=self.schemas, policy=self.config.policy)
@@ -134,20 +139,35 @@ class Sweep:
                 predictor.close()
             if self.llm_options is not None:
                 self.llm_options.close()
-            fleet.close()
+            with timings.stage("load"):
+                fleet.close()
+            count_loaded_rows(timings, fleet.load_reports)
             hits = cache.hits if cache else 0
             if cache:
-                cache.close()
-        records = self.store.latest_records()
-        summary = summarize(records, sorted(plan.pending(records)))
+                with timings.stage("cache"):  # commits the entries not committed yet
+                    cache.close()
+                if cache.write_error is not None:  # results were still right, only not kept
+                    self.observer.message(f"execution cache not fully written: {cache.write_error}")
+        with timings.stage("record"):
+            records = self.store.latest_records()
+            summary = summarize(records, sorted(plan.pending(records)))
+        timings.wall = time.perf_counter() - started
+        self._write_timings(timings)
         return SweepOutcome(
             run_dir=self.run_dir, summary=summary, written=work.written, resumed=work_plan.resumed,
             problems=self.problems, dead_engines=work.dead, interrupted=signals.interrupted,
-            cache_hits=hits, elapsed=time.perf_counter() - started, models=self.model_usage(),
+            cache_hits=hits, elapsed=timings.wall, models=self.model_usage(),
             reevaluated=work_plan.reevaluated, superseded=work_plan.superseded,
             unavailable=dict(work.unavailable), broken_databases=broken_databases(records),
             internal_errors=list(work.internal_errors), damaged_lines=work_plan.damaged_lines,
+            timings=timings,
         )
+
+    def _write_timings(self, timings: SweepTimings) -> None:
+        """The invocation's timings beside its results, for scripts (benchmarks) to read; only
+        the last invocation's: they describe a run of the program, not the run folder."""
+        path = self.run_dir / TIMINGS_FILE
+        path.write_text(json.dumps(timings.as_dict(), indent=1) + "\n", encoding="utf-8")
 
     def _work_guarded(self, work: SweepWork, pending: dict[str, list[WorkItem]]) -> None:
         try:

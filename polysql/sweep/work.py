@@ -38,6 +38,7 @@ from polysql.sweep.planning import WorkItem, target_engine
 from polysql.sweep.progress import SweepObserver
 from polysql.sweep.records import build_record
 from polysql.sweep.text_checks import text_problem
+from polysql.sweep.timings import GOLD_LANE
 
 
 class SweepWork:
@@ -54,6 +55,7 @@ class SweepWork:
         self.store = store
         self.observer = observer
         self.executor = executor
+        self.timings = executor.timings  # the stages below count into the executor's timings
         self.fleet = fleet
         self.schemas = schemas  # schema text per (engine, database), for model prompts
         self.policy = policy
@@ -95,6 +97,10 @@ class SweepWork:
         return EngineSpec(name=f"gold:{cls.name}", url=url.set(database=None), backend=cls)
 
     def _run_golds(self, questions: list[Question]) -> dict[str, GoldRuns]:
+        with self.timings.lane(GOLD_LANE):
+            return self._run_golds_timed(questions)
+
+    def _run_golds_timed(self, questions: list[Question]) -> dict[str, GoldRuns]:
         self.observer.phase("gold", len(questions))
         golds: dict[str, GoldRuns] = {}
         for question in questions:
@@ -102,11 +108,13 @@ class SweepWork:
                 break
             spec = self._gold_spec(question)
             source = self.dataset.database_url(question.db_id)
-            backend = self.fleet.backend(spec, question.db_id, source)
-            fingerprint = self.fleet.fingerprint(spec, question.db_id)
+            with self.timings.stage("load"):
+                backend = self.fleet.backend(spec, question.db_id, source)
+                fingerprint = self.fleet.fingerprint(spec, question.db_id)
             run = functools.partial(self.executor.execute, backend, spec, fingerprint)
             try:
-                golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
+                with self.timings.stage("gold"):
+                    golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
             except Cancelled:
                 break
             self._gold_rerun[question.id] = run
@@ -115,6 +123,10 @@ class SweepWork:
 
     # -- one worker per engine ------------------------------------------------------------------
     def _engine_worker(self, spec: EngineSpec, items: list[WorkItem]) -> None:
+        with self.timings.lane(spec.name):
+            self._engine_work(spec, items)
+
+    def _engine_work(self, spec: EngineSpec, items: list[WorkItem]) -> None:
         info = target_engine(spec)
         generating: dict[Future[Prediction], WorkItem] = {}
         try:
@@ -131,7 +143,8 @@ class SweepWork:
                 engine = self._target(info, spec, item, backend)
                 if engine is None:
                     return
-                future = item.predictor.submit(item.question, engine)
+                with self.timings.stage("predict"):
+                    future = item.predictor.submit(item.question, engine)
                 future.add_done_callback(functools.partial(self._generation_done, item.predictor.name))
                 generating[future] = item
             inline = deque(item for item in items if not item.predictor.concurrent)
@@ -176,7 +189,9 @@ class SweepWork:
 
     def _backend(self, spec: EngineSpec, question: Question) -> Backend | None:
         try:
-            return self.fleet.backend(spec, question.db_id, self.dataset.database_url(question.db_id))
+            with self.timings.stage("load"):  # opens (and first loads) the copy on first use
+                return self.fleet.backend(spec, question.db_id,
+                                          self.dataset.database_url(question.db_id))
         except EngineError as exc:
             self._abandon(spec, str(exc))
             return None
@@ -194,9 +209,10 @@ class SweepWork:
             return info
         rows = predictor.sample_rows
         try:
-            schema = self.schemas.get(spec.name, item.question.db_id, rows,
-                                      lambda: render_schema(backend, sample_rows=rows))
-            version = backend.version()
+            with self.timings.stage("predict"):  # the schema is part of what the predictor reads
+                schema = self.schemas.get(spec.name, item.question.db_id, rows,
+                                          lambda: render_schema(backend, sample_rows=rows))
+                version = backend.version()
         except EngineError as exc:
             self._abandon(spec, str(exc))
             return None
@@ -226,7 +242,8 @@ class SweepWork:
             engine = self._target(info, spec, item, backend)
             if engine is None:
                 return False
-            prediction = item.predictor.predict(question, engine)
+            with self.timings.stage("predict"):
+                prediction = item.predictor.predict(question, engine)
         problem = text_problem(prediction.sql) if prediction.sql is not None else None
         if problem is not None:  # text no engine driver can take as it is
             prediction = Prediction(sql=None, failure=f"invalid_prediction: the SQL holds a {problem}",
@@ -245,20 +262,24 @@ class SweepWork:
             result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
             if result.error is not None and result.error.kind == "unavailable":
                 try:
-                    backend = self.fleet.reconnect(spec, question.db_id, source)
+                    with self.timings.stage("load"):
+                        backend = self.fleet.reconnect(spec, question.db_id, source)
                     result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
                 except EngineError as exc:
                     result = Result.failed("unavailable", str(exc))
                 if result.error is not None and result.error.kind == "unavailable":
                     self._abandon(spec, result.error.message)
                     return False
-            verdict = judge(gold, result, self._gold_rerun.get(question.id), **self.policy)
-        record = build_record(dataset=self.dataset.name, question=question,
-                              predictor=item.predictor.name, spec=spec, backend=backend,
-                              sql=prediction.sql, failure=prediction.failure, meta=prediction.meta,
-                              gold=gold, result=result, verdict=verdict, inputs=item.inputs)
-        with self._write_lock:
-            self._out.write(record)
-            self.written += 1
+            with self.timings.stage("compare"):
+                verdict = judge(gold, result, self._gold_rerun.get(question.id), **self.policy)
+        with self.timings.stage("record"):
+            record = build_record(dataset=self.dataset.name, question=question,
+                                  predictor=item.predictor.name, spec=spec, backend=backend,
+                                  sql=prediction.sql, failure=prediction.failure,
+                                  meta=prediction.meta, gold=gold, result=result,
+                                  verdict=verdict, inputs=item.inputs)
+            with self._write_lock:
+                self._out.write(record)
+                self.written += 1
         self.observer.advance(record)
         return True

@@ -1,0 +1,103 @@
+"""``polysql sweep --timings``: where a real sweep's time went, per engine and stage."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from polysql.cli.main import main
+from polysql.sweep.timings import STAGES, SweepTimings
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
+    return cache
+
+
+def sweep(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_timings_name_every_stage_and_lane_and_add_up(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "6", "--engines", "sqlite,duckdb",
+                         "--timings")
+    assert code == 0, output
+    assert "where the time went" in output
+    for stage in ("load", "gold", "predict", "execute", "cache", "compare", "record"):
+        assert stage in output
+    for lane in ("gold", "sqlite", "duckdb", "all"):
+        assert lane in output
+    assert "wall time" in output and "polysql/engine" in output
+
+    timings = json.loads((run / "timings.json").read_text())
+    wall = timings["wall"]
+    assert wall > 0
+    lanes = timings["lanes"]
+    assert {"gold", "sqlite", "duckdb", "sweep"} <= set(lanes)
+    for name, lane in lanes.items():
+        assert set(lane["stages"]) <= set(STAGES)
+        parts = sum(lane["stages"].values())
+        assert parts == pytest.approx(lane["total"], abs=1e-5), name
+        assert lane["total"] <= wall + 1e-6, name  # one lane is one thread within the run
+        assert lane["engine"] + lane["load"] + lane["polysql"] == pytest.approx(lane["total"],
+                                                                               abs=1e-5)
+    # six gold statements ran on the gold lane; each engine ran 2 predictors x 6 questions,
+    # some of them served by the cache (sqlite's gold predictions are the gold statements)
+    assert lanes["gold"]["counts"]["gold"] == 6
+    assert lanes["duckdb"]["counts"]["execute"] >= 6
+    assert lanes["duckdb"]["counts"]["compare"] == 12
+    assert lanes["duckdb"]["counts"]["record"] == 12
+    # the first sweep loaded the demo database into DuckDB
+    assert lanes["duckdb"]["rows_loaded"] > 0
+    every = timings["all"]
+    assert every["total"] == pytest.approx(sum(lane["total"] for lane in lanes.values()), abs=1e-4)
+    assert every["engine"] <= every["total"]
+
+
+def test_a_warm_rerun_executes_nothing_and_loads_nothing(tmp_path: Path) -> None:
+    assert sweep("--out", str(tmp_path / "one"), "--limit", "4", "--engines", "sqlite,duckdb")[0] == 0
+    code, output = sweep("--out", str(tmp_path / "two"), "--limit", "4", "--engines",
+                         "sqlite,duckdb", "--timings")
+    assert code == 0, output
+    lanes = json.loads((tmp_path / "two" / "timings.json").read_text())["lanes"]
+    for name in ("gold", "sqlite", "duckdb"):
+        assert "execute" not in lanes[name]["counts"], name  # every result from the cache
+        assert lanes[name]["counts"]["cache"] > 0
+        assert lanes[name]["rows_loaded"] == 0  # the copies were there already
+    # without --timings nothing is printed, but the file is still written
+    code, output = sweep("--out", str(tmp_path / "three"), "--limit", "1", "--engines", "sqlite")
+    assert code == 0 and "where the time went" not in output
+    assert (tmp_path / "three" / "timings.json").exists()
+
+
+def test_nested_stages_are_counted_once_and_threads_keep_their_lanes() -> None:
+    timings = SweepTimings()
+
+    def work(lane: str) -> None:
+        with timings.lane(lane):
+            for _ in range(50):
+                with timings.stage("compare"), timings.stage("execute"), timings.stage("cache"):
+                    pass
+
+    threads = [threading.Thread(target=work, args=(f"engine{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lanes = timings.lanes()
+    assert set(lanes) == {f"engine{n}" for n in range(4)}
+    for lane in lanes.values():
+        assert lane.counts == {"compare": 50, "execute": 50, "cache": 50, "other": 1}
+        assert all(seconds >= 0 for seconds in lane.seconds.values())
+        assert lane.engine + lane.load + lane.polysql == pytest.approx(lane.total)
+    with timings.stage("plan"):  # a thread that named no lane counts into the main one
+        pass
+    assert timings.lanes()["sweep"].counts == {"plan": 1}

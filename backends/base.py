@@ -170,7 +170,8 @@ class Backend(ABC):
     name: ClassVar[str]
     #: sqlglot dialect name used to parse/render SQL for this engine: ``info.dialect``
     dialect: ClassVar[str]
-    #: declared features, e.g. {"read_only", "timeout", "load_target", "load_source"}
+    #: declared features, e.g. {"read_only", "timeout", "load_target", "load_source"};
+    #: "parallel_read": as a load source, ``read_table`` may run on several threads at once
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     #: engines that keep each evaluation database in one local file set this (".duckdb")

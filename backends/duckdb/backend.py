@@ -49,7 +49,7 @@ class DuckDBBackend(Backend):
     name: ClassVar[str] = INFO.name
     dialect: ClassVar[str] = INFO.dialect
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"read_only", "timeout", "load_source", "load_target"})
+        {"read_only", "timeout", "load_source", "load_target", "parallel_read"})
     file_suffix: ClassVar[str | None] = ".duckdb"
 
     def __init__(self, url: URL, *, read_only: bool, config: dict[str, Any]) -> None:

@@ -1,10 +1,13 @@
 """Load a source into a PostgreSQL evaluation database: idempotent, atomic, fingerprinted.
 
-The whole load is one transaction on the target database. Tables are built in a fresh staging
-schema; at the end, in the same transaction, the old ``public`` schema is renamed away and dropped,
-the staging schema becomes ``public``, and the reader role is granted SELECT on it. Until COMMIT,
-evaluation connections keep seeing the previous content; a crash or error anywhere rolls
-everything back, so a half-loaded evaluation database cannot exist.
+Tables are built in a fresh staging schema, which nothing but the loading administrator can see
+(a new schema grants nothing to PUBLIC, and the reader role gets no USAGE on it): created empty,
+then filled over several connections at once, each table in a transaction of its own. Keys and
+indexes follow, and then one transaction renames the old ``public`` schema away and drops it,
+makes the staging schema ``public`` and grants the reader role SELECT on it. Until that COMMIT,
+evaluation connections keep seeing the previous content, so a half-loaded evaluation database
+cannot exist. An error or interrupt drops the staging schema; one a crash left behind is dropped
+by the next load into the database (loads into one database never overlap: they hold its lock).
 
 The fingerprint and report live in ``polysql_meta`` (see ``setup.py``). The record is first
 marked "in progress" (empty fingerprint) and completed after COMMIT, so a crash between the two
@@ -13,7 +16,10 @@ can only cause a reload, never a skip over content that does not match.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +36,7 @@ from polysql.backends.postgres.load_copy import (
     add_indexes,
     add_keys,
     copy_tables,
+    create_tables,
     plan_tables,
 )
 from polysql.backends.postgres.setup import (
@@ -50,6 +57,8 @@ if TYPE_CHECKING:
 
 EVALUATION_SCHEMA = "public"
 _IN_PROGRESS = ""  # the fingerprint recorded while a load runs
+_STAGING_PREFIX = "polysql_staging_"
+_MAX_COPY_LANES = 4
 # What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
 # 2: secondary indexes and UNIQUE constraints are carried.
 LOAD_FORMAT = 2
@@ -97,19 +106,40 @@ def _swap_in(conn: psycopg.Connection, staging: str, database: str, reader: str)
     conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, role))
 
 
-def _build(conn: psycopg.Connection, source: Backend, *, database: str, reader: str,
-           names: str, report: LoadReport) -> LoadReport:
+def _drop_staging_left_behind(conn: psycopg.Connection) -> None:
+    """Staging schemas of loads that crashed; no other load of this database is running."""
+    rows = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                        (f"{_STAGING_PREFIX.replace('_', chr(92) + '_')}%",)).fetchall()
+    for (name,) in rows:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+def _copy_lanes(source: Backend) -> int:
+    """Tables filled at once: one per core (up to four), when the source can be read from
+    several threads at once."""
+    if "parallel_read" not in source.capabilities:
+        return 1
+    return max(1, min(_MAX_COPY_LANES, os.cpu_count() or 1))
+
+
+def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], source: Backend,
+           *, database: str, reader: str, names: str, report: LoadReport) -> LoadReport:
     tables = source.tables()
     plans = plan_tables(tables, check_mode(names))
-    staging = f"polysql_staging_{uuid.uuid4().hex[:12]}"
-    with conn.transaction():
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(staging)))
-        copied = copy_tables(conn, staging, plans, source)
-        key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
-        for plan in plans:
-            conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(staging),
-                                                          sql.Identifier(plan.name)))
-        _swap_in(conn, staging, database, reader)
+    _drop_staging_left_behind(conn)
+    staging = f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(staging)))
+    try:
+        create_tables(conn, staging, plans)
+        copied = copy_tables(connect, staging, plans, source, workers=_copy_lanes(source))
+        with conn.transaction():
+            key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
+            _swap_in(conn, staging, database, reader)
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                sql.Identifier(staging)))
+        raise
     report.tables = copied.counts
     report.coercions = (rename_coercions(source_coercions(source), plans)
                         + copied.coercions + key_coercions)
@@ -156,7 +186,11 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
                         f"database")
                 store.record(database, fingerprint=_IN_PROGRESS, reader=reader, report={},
                              engine_version=target.version(), polysql_version=_polysql_version())
-                timed_report = timed(lambda: _build(conn, source, database=database,
+                def connect() -> psycopg.Connection:
+                    return open_connection(connection_params(admin, database=database),
+                                           autocommit=True)
+
+                timed_report = timed(lambda: _build(conn, connect, source, database=database,
                                                     reader=reader, names=names, report=report))
             finally:
                 conn.close()

@@ -8,6 +8,10 @@ foreign keys) is left out and the reason recorded as a coercion, never by droppi
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -142,22 +146,92 @@ def copy_rows(conn: psycopg.Connection, schema: str, plan: TablePlan,
     return loaded, coercions
 
 
-def copy_tables(conn: psycopg.Connection, schema: str, plans: list[TablePlan],
-                source: Backend) -> CopyResult:
-    result = CopyResult()
-    # CSV bytes from Arrow are UTF-8; the server must read them as such.
-    conn.execute("SET client_encoding TO 'UTF8'")
-    for plan in plans:
-        try:
-            create_table(conn, schema, plan)
+def _copy_one(conn: psycopg.Connection, schema: str, plan: TablePlan,
+              source: Backend) -> tuple[int, list[Coercion]]:
+    """Fill one created, empty table in a transaction of its own."""
+    try:
+        with conn.transaction():
+            # Emptying the table in this transaction is what lets COPY write frozen rows.
+            conn.execute(sql.SQL("TRUNCATE {}").format(_qualified(schema, plan.name)))
             loaded, coercions = copy_rows(conn, schema, plan, source)
-        except psycopg.Error as exc:
-            raise LoadError(f"cannot load table {plan.source.name!r} into PostgreSQL: "
-                            f"{str(exc).strip()}") from exc
-        expected = plan.source.row_count
-        if expected is not None and loaded != expected:
-            raise LoadError(f"table {plan.source.name!r}: the source reported {expected} rows "
-                            f"but {loaded} arrived")
+            # statistics for the planner, gathered here so tables are analysed in parallel too
+            conn.execute(sql.SQL("ANALYZE {}").format(_qualified(schema, plan.name)))
+    except psycopg.Error as exc:
+        raise LoadError(f"cannot load table {plan.source.name!r} into PostgreSQL: "
+                        f"{str(exc).strip()}") from exc
+    expected = plan.source.row_count
+    if expected is not None and loaded != expected:
+        raise LoadError(f"table {plan.source.name!r}: the source reported {expected} rows "
+                        f"but {loaded} arrived")
+    return loaded, coercions
+
+
+def _cancel(conn: psycopg.Connection) -> None:
+    """Ask the server to stop ``conn``'s statement; from another thread, never raising."""
+    try:
+        conn.cancel_safe()
+    except (psycopg.Error, AttributeError):  # AttributeError: psycopg before 3.2
+        with contextlib.suppress(psycopg.Error):
+            conn.cancel()
+
+
+def create_tables(conn: psycopg.Connection, schema: str, plans: list[TablePlan]) -> None:
+    """Create every table, empty, in one committed transaction: the copies that fill them run
+    on other connections, which must see them."""
+    with conn.transaction():
+        for plan in plans:
+            try:
+                create_table(conn, schema, plan)
+            except psycopg.Error as exc:
+                raise LoadError(f"cannot create table {plan.source.name!r} in PostgreSQL: "
+                                f"{str(exc).strip()}") from exc
+
+
+def copy_tables(connect: Callable[[], psycopg.Connection], schema: str, plans: list[TablePlan],
+                source: Backend, *, workers: int) -> CopyResult:
+    """Fill the created tables, largest first, over up to ``workers`` connections at once.
+
+    The server parses and writes each COPY on one core; several tables in flight keep more than
+    one busy. Should one fail (or the caller be interrupted), the other copies are cancelled on
+    the server rather than left to finish.
+    """
+    order = sorted(plans, key=lambda p: -(p.source.row_count or 0))
+    lanes = max(1, min(workers, len(order)))
+    opened: list[psycopg.Connection] = []
+    guard = threading.Lock()
+    local = threading.local()
+
+    def connection() -> psycopg.Connection:
+        conn: psycopg.Connection | None = getattr(local, "conn", None)
+        if conn is None:
+            conn = connect()
+            # CSV bytes from Arrow are UTF-8; the server must read them as such.
+            conn.execute("SET client_encoding TO 'UTF8'")
+            with guard:
+                opened.append(conn)
+            local.conn = conn
+        return conn
+
+    def fill(plan: TablePlan) -> tuple[int, list[Coercion]]:
+        return _copy_one(connection(), schema, plan, source)
+
+    result = CopyResult()
+    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="polysql-pg-copy")
+    try:
+        futures = [pool.submit(fill, plan) for plan in order]
+        done = {plan.name: future.result() for plan, future in zip(order, futures, strict=True)}
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        with guard:
+            for conn in opened:
+                _cancel(conn)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        for conn in opened:
+            conn.close()
+    for plan in plans:  # the report lists tables in the source's order
+        loaded, coercions = done[plan.name]
         result.counts[plan.name] = loaded
         result.coercions.extend(coercions)
     return result

@@ -47,7 +47,7 @@ class SQLiteBackend(Backend):
     name: ClassVar[str] = INFO.name
     dialect: ClassVar[str] = INFO.dialect
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"read_only", "timeout", "load_source", "load_target"})
+        {"read_only", "timeout", "load_source", "load_target", "parallel_read"})
     file_suffix: ClassVar[str | None] = ".sqlite"
 
     def __init__(self, url: URL, *, read_only: bool) -> None:

@@ -257,6 +257,24 @@ def test_changed_source_reloads_atomically(loader, make_sqlite, admin_url) -> No
         reader_before.close()
 
 
+def test_a_staging_schema_a_crash_left_behind_is_dropped_by_the_next_load(
+        loader, make_sqlite, admin_url) -> None:
+    """Tables are filled over several connections before the swap; a process killed meanwhile
+    leaves its staging schema, which the next load of the database removes."""
+    path = make_sqlite("leftover", "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
+    target_url, _ = loader.load(path)
+    database = make_url(target_url).database
+    with fx.admin_connection(admin_url, database) as conn:
+        conn.execute("CREATE SCHEMA polysql_staging_deadbeef0000")
+        conn.execute("CREATE TABLE polysql_staging_deadbeef0000.t (a INTEGER)")
+    assert "polysql_staging_deadbeef0000" in fx.schemas(admin_url, database)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO t VALUES (2)")
+    _, report = loader.load(path, database=database)
+    assert report.tables == {"t": 2}
+    assert set(fx.schemas(admin_url, database)) == {"public"}
+
+
 def test_load_needs_an_admin_connection_and_a_database(loader, fidelity_source,
                                                        admin_url) -> None:
     with connect(f"sqlite:///{fidelity_source}") as source:

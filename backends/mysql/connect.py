@@ -79,9 +79,15 @@ def login_from_url(url: URL) -> Login:
     )
 
 
-def open_connection(login: Login, **extra: Any) -> pymysql.connections.Connection:
+def open_connection(login: Login, *, local_infile: bool = False,
+                    **extra: Any) -> pymysql.connections.Connection:
     """One autocommit utf8mb4 connection; EngineUnavailableError when the server cannot be
-    reached or refuses the login."""
+    reached or refuses the login.
+
+    ``local_infile`` lets the server read client files named in LOAD DATA LOCAL INFILE (the
+    server picks the file name, so only a connection that runs nothing but polysql's own
+    statements -- the loader's -- may have it; never one that runs predicted SQL).
+    """
     try:
         return pymysql.connect(
             host=login.host, port=login.port, user=login.user, password=login.password,
@@ -89,7 +95,7 @@ def open_connection(login: Login, **extra: Any) -> pymysql.connections.Connectio
             connect_timeout=login.connect_timeout, charset="utf8mb4", autocommit=True,
             # Never CLIENT.MULTI_STATEMENTS: one COM_QUERY is exactly one statement, so a
             # "SELECT 1; DROP TABLE t" is a syntax error on the server, not two statements.
-            client_flag=CLIENT.MULTI_RESULTS, local_infile=False, **extra)
+            client_flag=CLIENT.MULTI_RESULTS, local_infile=local_infile, **extra)
     except pymysql.Error as exc:
         where = login.unix_socket or f"{login.host}:{login.port}"
         raise EngineUnavailableError(

@@ -21,8 +21,9 @@ import pymysql
 
 from polysql.backends._common.load_files import source_coercions, source_name
 from polysql.backends.mysql.connect import Login
-from polysql.backends.mysql.load_copy import add_foreign_keys, copy_table, plan_tables
+from polysql.backends.mysql.load_copy import add_foreign_keys, copy_tables, plan_tables
 from polysql.backends.mysql.load_index import add_indexes
+from polysql.backends.mysql.load_infile import Loading, choose_fill, loader_session
 from polysql.backends.mysql.setup import (
     PENDING,
     LoadRecord,
@@ -116,8 +117,9 @@ def load_into_mysql(login: Login, database: str, source: Backend, settings: Load
                                  settings.reader_host, password)
             write_record(conn, pending, engine_version)
 
-        counts, coercions = _build_and_swap(conn, database, source, settings.names, collation,
-                                            before_swap=mark_pending)
+        with loader_session(login, conn) as loading:
+            counts, coercions = _build_and_swap(conn, loading, database, source, settings.names,
+                                                collation, before_swap=mark_pending)
         report = LoadReport(source=origin, target=target_name,
                             fingerprint=fingerprint, tables=counts, coercions=coercions,
                             elapsed=time.perf_counter() - started)
@@ -133,27 +135,27 @@ def _report_dict(report: LoadReport) -> dict[str, Any]:
             "elapsed": round(report.elapsed, 3)}
 
 
-def _build_and_swap(conn: pymysql.connections.Connection, database: str, source: Backend,
-                    names: NameMode, collation: str, *, before_swap: Callable[[], None],
-                    ) -> tuple[dict[str, int], list[Coercion]]:
+def _build_and_swap(conn: pymysql.connections.Connection, loading: Loading, database: str,
+                    source: Backend, names: NameMode, collation: str, *,
+                    before_swap: Callable[[], None]) -> tuple[dict[str, int], list[Coercion]]:
+    """Build every table in the staging database (filled through ``loading``'s connection)
+    and swap them in."""
     stage = auxiliary_name(STAGE_PREFIX, database)
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(stage)}")  # a crashed load's leftovers
         cur.execute(f"CREATE DATABASE {quote_ident(stage)} CHARACTER SET utf8mb4 "
                     f"COLLATE {collation}")
     try:
+        choose_fill(loading, stage)
         plans = plan_tables(source.tables(), names)
         renamed = {p.source.name: p for p in plans}
-        copied: list[Coercion] = []
-        for plan in plans:
-            try:
-                copied.extend(copy_table(conn, stage, plan, source, collation))
-            except pymysql.err.MySQLError as exc:
-                raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
-                                f"{exc}") from exc
+        copied = copy_tables(loading, stage, plans, source, collation)
         # Asked after the copy: reading the rows can find more (text that was not UTF-8,
         # integers a float column could only hold approximately).
         coercions = [_renamed(c, renamed) for c in source_coercions(source)] + copied
+        note = loading.note()
+        if note is not None:
+            coercions.append(note)
         coercions.extend(add_indexes(conn, stage, plans, names, collation))
         coercions.extend(add_foreign_keys(conn, stage, plans))
         before_swap()

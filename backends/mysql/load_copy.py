@@ -1,32 +1,30 @@
 """Create and fill the tables of a load source in one (staging) MySQL/MariaDB database.
 
-Per table: one pass over the source renders the rows as SQL literals into a spool file and gathers
-what sizes the columns (longest text, non-finite floats); then the table is created with its
-primary key and filled from the spool with multi-row INSERTs of a few megabytes each. SQLite does not enforce keys the way MySQL does (NULL keys; and under a case- or
-accent-insensitive collation 'a' and 'A' are one key), so when the rows violate the key the table
-is rebuilt without it and the report says why -- rows are never dropped. Foreign keys are added
-last, each only after a query has shown every child row has its parent.
+Per table: one pass over the source writes the rows to a spool file and gathers what sizes the
+columns (longest text, non-finite floats); then the table is created with its primary key and
+filled from the spool with one LOAD DATA LOCAL INFILE -- or, where the server refuses that, with
+multi-row INSERTs of a few megabytes each (:mod:`.load_infile`). SQLite does not enforce keys the
+way MySQL does (NULL keys; and under a case- or accent-insensitive collation 'a' and 'A' are one
+key), so when the rows violate the key the table is rebuilt without it and the report says why --
+rows are never dropped. Foreign keys are added last, each only after a query has shown every
+child row has its parent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import struct
-import tempfile
-from collections.abc import Iterator
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import pymysql
 
+from polysql.backends.mysql.load_infile import Loading, load_file
+from polysql.backends.mysql.load_spool import InsertSpool, Spool, spool_table
 from polysql.backends.mysql.setup import quote_ident
-from polysql.backends.mysql.types import (
-    MAX_KEY_BYTES,
-    ColumnStats,
-    Physical,
-    physical_type,
-    row_literals,
-)
+from polysql.backends.mysql.types import MAX_KEY_BYTES, ColumnStats, Physical, physical_type
 from polysql.core.errors import LoadError
 from polysql.core.naming import NameMode, convert_all
 from polysql.core.schema import Coercion, ForeignKey, Table
@@ -34,12 +32,7 @@ from polysql.core.schema import Coercion, ForeignKey, Table
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
-# One INSERT statement's size: far below max_allowed_packet (16 MB by default on MariaDB, 64 MB
-# on MySQL 8) while large enough that per-statement overhead vanishes.
-MAX_STATEMENT_BYTES = 4 * 1024 * 1024
 MAX_IDENTIFIER = 64
-_STATS_KINDS = frozenset({"text", "blob", "float"})
-_LENGTH = struct.Struct("<Q")
 
 
 def check_identifier(name: str, what: str) -> str:
@@ -96,59 +89,6 @@ def referenced_columns(fk: ForeignKey, parent: Table) -> tuple[str, ...]:
     return fk.ref_columns
 
 
-class Spool:
-    """A table's rows rendered once as INSERT bodies in a temporary file.
-
-    Rendering and sizing happen in the same single pass over the source: the table can only be
-    created once the longest values are known, and reading the source twice costs more than
-    writing the rendered rows to disk. A load that must retry without its key replays the file.
-    """
-
-    def __init__(self) -> None:
-        # Closed by close(): the file lives as long as this spool, across two functions.
-        self.file: IO[bytes] = tempfile.TemporaryFile(prefix="polysql-mysql-")  # noqa: SIM115
-        self.rows = 0
-
-    def add(self, body: str) -> None:
-        data = body.encode("utf-8")
-        self.file.write(_LENGTH.pack(len(data)))
-        self.file.write(data)
-
-    def bodies(self) -> Iterator[bytes]:
-        self.file.seek(0)
-        while header := self.file.read(_LENGTH.size):
-            yield self.file.read(_LENGTH.unpack(header)[0])
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def spool_table(source: Backend, table: Table) -> tuple[list[ColumnStats], Spool]:
-    kinds = [c.type.kind for c in table.columns]
-    stats = [ColumnStats() for _ in table.columns]
-    spool = Spool()
-    try:
-        for batch in source.read_table(table):
-            for index, kind in enumerate(kinds):
-                if kind in _STATS_KINDS:
-                    stats[index].update(batch.column(index), kind)
-            chunk: list[str] = []
-            size = 0
-            for row in row_literals(batch, kinds):
-                if chunk and size + len(row) + 1 > MAX_STATEMENT_BYTES:
-                    spool.add(",".join(chunk))
-                    chunk, size = [], 0
-                chunk.append(row)
-                size += len(row) + 1
-            if chunk:
-                spool.add(",".join(chunk))
-            spool.rows += batch.num_rows
-    except BaseException:
-        spool.close()
-        raise
-    return stats, spool
-
-
 def _table_ref(database: str, name: str) -> str:
     return f"{quote_ident(database)}.{quote_ident(name)}"
 
@@ -186,12 +126,22 @@ def key_problem(plan: TablePlan, columns: tuple[str, ...], what: str) -> str | N
 
 
 def insert_rows(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
-                spool: Spool) -> int:
+                spool: InsertSpool) -> int:
     prefix = f"INSERT INTO {_table_ref(database, plan.name)} VALUES ".encode()
     with conn.cursor() as cur:
         for body in spool.bodies():
             cur.execute(prefix + body)
     return spool.rows
+
+
+def fill_rows(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+              spool: Spool) -> int:
+    """Fill the (empty) table from ``spool``; IntegrityError when the rows break its key."""
+    if isinstance(spool, InsertSpool):
+        return insert_rows(conn, database, plan, spool)
+    columns = [plan.target(c.name) for c in plan.source.columns]
+    return load_file(conn, _table_ref(database, plan.name), columns,
+                     [c.type.kind for c in plan.source.columns], spool)
 
 
 def _key_list_plain(plan: TablePlan, columns: tuple[str, ...]) -> str:
@@ -221,16 +171,55 @@ def _key_violations(conn: pymysql.connections.Connection, database: str, plan: T
         nulls + shared)
 
 
-def copy_table(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
-               source: Backend, collation: str) -> list[Coercion]:
-    """Create and fill one table; the coercions its load implies."""
+def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source: Backend,
+                collation: str) -> list[Coercion]:
+    """Create and fill every table; the coercions their load implies.
+
+    While the server loads one table, a worker thread reads and spools the next: the server's
+    work and the source's reading overlap instead of taking turns. At most two spools exist at
+    a time.
+    """
+    coercions: list[Coercion] = []
+    cancelled = threading.Event()
+
+    def spool(plan: TablePlan) -> tuple[list[ColumnStats], Spool]:
+        return spool_table(source, plan.source, infile=loading.infile, cancelled=cancelled)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polysql-spool") as worker:
+        ahead: Future[tuple[list[ColumnStats], Spool]] | None = \
+            worker.submit(spool, plans[0]) if plans else None
+        try:
+            for index, plan in enumerate(plans):
+                assert ahead is not None
+                spooled = ahead.result()
+                ahead = worker.submit(spool, plans[index + 1]) if index + 1 < len(plans) \
+                    else None
+                try:
+                    coercions.extend(copy_table(loading, database, plan, spooled, collation))
+                except pymysql.err.MySQLError as exc:
+                    raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
+                                    f"{exc}") from exc
+        finally:
+            if ahead is not None:  # the load failed: stop the next spool and remove it
+                cancelled.set()
+                with contextlib.suppress(Exception):
+                    ahead.result()[1].close()
+    return coercions
+
+
+def copy_table(loading: Loading, database: str, plan: TablePlan,
+               spooled: tuple[list[ColumnStats], Spool], collation: str) -> list[Coercion]:
+    """Create and fill one table from its spool (closed here); the coercions its load
+    implies."""
     table = plan.source
     coercions: list[Coercion] = []
-    stats, spool = spool_table(source, table)
+    stats, spool = spooled
     try:
-        _create_and_fill(conn, database, plan, spool, stats, collation, coercions)
+        _create_and_fill(loading.conn, database, plan, spool, stats, collation, coercions)
     finally:
         spool.close()
+    if not loading.infile:
+        loading.inserted_rows += plan.rows
     if table.row_count is not None and plan.rows != table.row_count:
         raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows but "
                         f"{plan.rows} arrived")
@@ -262,7 +251,7 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
         cur.execute(create_table_sql(database, plan, collation, nullable=nullable,
                                      with_primary_key=plan.primary_key))
     try:
-        plan.rows = insert_rows(conn, database, plan, spool)
+        plan.rows = fill_rows(conn, database, plan, spool)
     except pymysql.err.IntegrityError as exc:
         if not plan.primary_key:
             raise LoadError(f"cannot load table {table.name!r}: {exc}") from exc
@@ -272,7 +261,7 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
             cur.execute(f"DROP TABLE {ref}")
             cur.execute(create_table_sql(database, plan, collation, nullable=nullable,
                                          with_primary_key=False))
-        plan.rows = insert_rows(conn, database, plan, spool)
+        plan.rows = fill_rows(conn, database, plan, spool)
         coercions.append(_key_violations(conn, database, plan, collation))
 
 

@@ -32,8 +32,11 @@ def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> Non
         table.add_row(name, str(rows))
     stdout.print(table)
     for coercion in report.coercions:
-        console.print(f"[yellow]coercion:[/] {escape(f'{coercion.table}.{coercion.column}: {coercion.message}')} "
-                      f"({coercion.count} value(s))", highlight=False)
+        # a note about the whole load (e.g. how rows were sent) names no table or column
+        where = ".".join(part for part in (coercion.table, coercion.column) if part)
+        text = f"{where}: {coercion.message}" if where else coercion.message
+        console.print(f"[yellow]coercion:[/] {escape(text)} ({coercion.count} value(s))",
+                      highlight=False)
 
 
 @click.command("schema")

@@ -10,6 +10,9 @@ from polysql.core.model import Result
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.values import FloatKeys, Reading, column_keys, column_types
 
+_FLOAT: frozenset[type] = frozenset({float})
+_FLOAT_AND_NULL: frozenset[type] = frozenset({float, type(None)})
+
 
 class ResultColumns:
     """Columns of one :class:`~polysql.Result`, transposed lazily and cached."""
@@ -45,8 +48,10 @@ class ResultColumns:
     def key_types(self, j: int, reading: Reading) -> frozenset[type]:
         """The set of Python types among column ``j``'s keys under ``reading``."""
         keys = self.keys(j, reading)
-        if isinstance(keys, FloatKeys) and keys.array is not None:
-            return frozenset({float})
+        if isinstance(keys, FloatKeys):
+            parts = keys.nullable_array
+            if parts is not None:  # known from the array: no need to list the keys
+                return _FLOAT_AND_NULL if parts[1] is not None else _FLOAT
         if keys is self.raw[j] or (not (reading.numbers or reading.temporal or reading.booleans)
                                    and self.types(j) <= {str, type(None)}):
             return self.types(j)  # keys are the raw values, or text that stayed text

@@ -6,13 +6,13 @@ both sides' row hashes pairs equal rows without building tuples or dictionaries,
 Counter of row tuples spends its time (every tuple is re-hashed on every lookup).
 
 A column's hash is chosen per aligned column pair (:func:`hash_columns`) so that it is either
-injective (ints as int64, floats as their bits) or a keyed 64-bit SipHash (Python's hash of str,
-bytes and dates); any other column ("checked") has its proposed pairs compared value by value,
-because Python's numeric hash collides by design (hash(-1) == hash(-2)). If a check fails the
-caller falls back to exact counting. Two different rows could still mix to the same 64-bit row
-hash (about (gold rows x predicted rows) / 2**64, 5e-8 for two million-row results); a second,
-differently built checksum summed over the paired rows catches that too, again falling back to
-exact counting.
+injective (ints as int64, floats as their bits, NULL as a value no key takes) or a keyed 64-bit
+SipHash (Python's hash of str, bytes and dates); any other column ("checked") has its proposed
+pairs compared value by value, because Python's numeric hash collides by design
+(hash(-1) == hash(-2)). If a check fails the caller falls back to exact counting. Two different
+rows could still mix to the same 64-bit row hash (about (gold rows x predicted rows) / 2**64, 5e-8
+for two million-row results); a second, differently built checksum summed over the paired rows
+catches that too, again falling back to exact counting.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any, Literal
 
 import numpy as np
 
-from polysql.normalizers.values import materialize
+from polysql.normalizers.values import EXACT_FLOAT_INT, FloatKeys, materialize
 
 NoneType = type(None)
 HashScheme = Literal["int64", "float64", "strong", "checked"]
@@ -35,6 +37,10 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+#: what NULL hashes to in an int64 column (a key equal to it sends the column to Python's hash)
+_NULL_INT = np.int64(-(2**63))
+#: what NULL hashes to in a float64 column: a NaN pattern, and NaN keys never reach the bits
+_NULL_FLOAT_BITS = np.uint64(0x7FF8_0000_0000_0A11)
 #: odd 64-bit multipliers for the checksum (odd: multiplication by them is invertible mod 2**64)
 _CHECK_MULTIPLIERS = (0x2545F4914F6CDD1D, 0x5851F42D4C957F2D, 0x14057B7EF767814F,
                       0x9E3779B97F4A7C15)
@@ -44,41 +50,96 @@ def _mix(values: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: spreads structured inputs (Python hashes of small ints are the
     ints themselves) over all 64 bits."""
     z = values + _GOLDEN
-    z = (z ^ (z >> _S30)) * _MIX1
-    z = (z ^ (z >> _S27)) * _MIX2
-    return z ^ (z >> _S31)
+    # In place on the one fresh array: half the temporaries of the textbook expression.
+    z ^= z >> _S30
+    z *= _MIX1
+    z ^= z >> _S27
+    z *= _MIX2
+    z ^= z >> _S31
+    return z
 
 
-def _float_bits(values: np.ndarray) -> np.ndarray:
-    values = np.where(values == 0, 0.0, values)  # -0.0 and 0.0 are one key
+def _float_bits(values: np.ndarray, nulls: np.ndarray | None = None) -> np.ndarray:
+    bits = np.where(values == 0, 0.0, values).view(np.uint64)  # -0.0 and 0.0 are one key
+    if nulls is not None:
+        # Arrays reach here only without NaN keys (those are patched), so a NaN bit pattern is
+        # free to stand for NULL.
+        bits[nulls] = _NULL_FLOAT_BITS
+    return bits
+
+
+def _int_array(keys: Sequence[Any], nullable: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Int (or bool) keys as int64, and the NULL mask when ``nullable`` (NULL slots hold 0).
+    OverflowError beyond 64 bits."""
+    if not nullable:
+        return np.array(keys, dtype=np.int64).reshape(-1), None
+    present = list(map(is_not, keys, repeat(None)))
+    mask = np.array(present, dtype=bool)
+    values = np.zeros(len(keys), dtype=np.int64)
+    values[mask] = np.array(list(compress(keys, present)), dtype=np.int64).reshape(-1)
+    return values, ~mask
+
+
+def _int_bits(keys: Sequence[Any], nullable: bool) -> np.ndarray | None:
+    """Int keys as their int64 bits; NULL as the most negative int64, unless some key is that
+    very number (then None: the column is hashed the general way). OverflowError beyond 64 bits."""
+    values, nulls = _int_array(keys, nullable)
+    if nulls is not None:
+        if np.any((values == _NULL_INT) & ~nulls):
+            return None
+        values[nulls] = _NULL_INT
     return values.view(np.uint64)
+
+
+def _int_floats(keys: Sequence[Any], nullable: bool) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Int keys as float64 (and NULL mask), when every one converts exactly: an int key then
+    equals a float key exactly when their floats are equal, so both hash as float bits."""
+    try:
+        values, nulls = _int_array(keys, nullable)
+    except OverflowError:
+        return None
+    if np.any((values >= EXACT_FLOAT_INT) | (values <= -EXACT_FLOAT_INT)):
+        return None
+    return values.astype(np.float64), nulls
 
 
 def _python_hashes(keys: Sequence[Any]) -> np.ndarray:
     return np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys)).view(np.uint64)
 
 
+def _float_parts(keys: Sequence[Any]) -> tuple[np.ndarray, np.ndarray | None] | None:
+    return keys.nullable_array if isinstance(keys, FloatKeys) else None
+
+
 def hash_columns(columns: Sequence[Sequence[Any]],
                  key_types: Callable[[int], frozenset[type]]) -> tuple[HashScheme, list[np.ndarray]]:
     """Hash one aligned column on every side (``columns[i]`` is side i's keys) with one scheme.
 
-    Injective schemes come first: float keys that arrive with their float64 array, then columns
-    whose keys are all ints (``key_types(i)`` gives side i's key types) or all floats.
+    Injective schemes come first: float keys that arrive with their float64 array (and NULL
+    mask), joined by int keys that are exact as floats; then columns whose keys are all ints
+    (``key_types(i)`` gives side i's key types) or all floats, NULLs allowed among the ints.
     """
-    arrays = [getattr(keys, "array", None) for keys in columns]
-    if all(array is not None for array in arrays):
-        return "float64", [_float_bits(array) for array in arrays]  # type: ignore[arg-type]
+    parts = [_float_parts(keys) for keys in columns]
+    if any(part is not None for part in parts):
+        # Float arrays on some sides: ints elsewhere join them as exact floats (int vs double
+        # columns across engines), so the column keeps an injective hash.
+        for i, keys in enumerate(columns):
+            if parts[i] is None and key_types(i) - {NoneType} <= {int, bool}:
+                parts[i] = _int_floats(materialize(keys), NoneType in key_types(i))
+        if all(part is not None for part in parts):
+            return "float64", [_float_bits(*part) for part in parts]  # type: ignore[misc]
     types = frozenset().union(*(key_types(i) for i in range(len(columns))))
-    if types and types <= {int, bool}:
+    kinds = types - {NoneType}
+    if kinds and kinds <= {int, bool}:
         try:
-            return "int64", [np.array(materialize(keys), dtype=np.int64).reshape(-1)
-                             .view(np.uint64) for keys in columns]
+            bits = [_int_bits(materialize(keys), NoneType in types) for keys in columns]
         except OverflowError:
-            pass  # integers beyond 64 bits: Python's hash, with checks
+            bits = [None]  # integers beyond 64 bits: Python's hash, with checks
+        if all(b is not None for b in bits):
+            return "int64", bits  # type: ignore[return-value]
     if types == {float}:
         return "float64", [_float_bits(np.array(materialize(keys), dtype=np.float64).reshape(-1))
                            for keys in columns]
-    kinds = types - {NoneType}
     scheme: HashScheme = "strong" if len(kinds) <= 1 and kinds <= _STRONG_TYPES else "checked"
     return scheme, [_python_hashes(keys) for keys in columns]
 
@@ -88,7 +149,9 @@ def row_hashes(columns: Sequence[np.ndarray], height: int) -> np.ndarray:
     acc = np.zeros(height, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for hashed in columns:
-            acc = _mix(acc ^ _mix(hashed))
+            mixed = _mix(hashed)
+            mixed ^= acc
+            acc = _mix(mixed)
     return acc
 
 
@@ -178,7 +241,7 @@ def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
     values, counts = run_values[excess > 0], excess[excess > 0]
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)
-    rows = np.flatnonzero(np.isin(hashes, values))
+    rows = _rows_holding(hashes, values)
     # Keep, per hash value, only its first `excess` rows.
     order = np.argsort(hashes[rows], kind="stable")
     by_value = hashes[rows][order]
@@ -186,6 +249,23 @@ def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
     rank = np.arange(by_value.size) - first
     allowed = counts[np.searchsorted(values, by_value)]
     return np.sort(rows[order][rank < allowed])
+
+
+def _rows_holding(hashes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Positions, ascending, of the rows whose hash is one of ``values`` (sorted, distinct).
+
+    A table indexed by the hashes' low bits (row hashes are well mixed) rules out nearly every
+    row in one gather, and only the few candidates are binary-searched: np.isin would sort all
+    rows again, and a binary search of every row costs several times the gather.
+    """
+    bits = min(24, max(10, int(values.size).bit_length() + 6))
+    low = np.uint64((1 << bits) - 1)
+    table = np.zeros(1 << bits, dtype=bool)
+    table[(values & low).astype(np.intp)] = True
+    candidates = np.flatnonzero(table[(hashes & low).astype(np.intp)])
+    found = hashes[candidates]
+    at = np.minimum(np.searchsorted(values, found), values.size - 1)
+    return candidates[values[at] == found]
 
 
 def surplus_by_hash(gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -91,6 +91,12 @@ def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
         keys: list[Sequence[Any]] = list(side.keys)
         return [tags.tolist(), *keys] if tagged and tags is not None else keys
 
+    def column(side: Side, tags: np.ndarray | None, j: int) -> Sequence[Any]:
+        # One checked column's keys: listing the others' keys (float arrays) would be wasted.
+        if tagged and tags is not None:
+            return tags.tolist() if j == 0 else side.key_column(j - 1)
+        return side.key_column(j)
+
     if not checked:
         # Every column's hash is injective or keyed: pairing needs only the sorted hashes.
         gold_extra, pred_extra = surplus_by_hash(gold_hashes, pred_hashes)
@@ -98,8 +104,8 @@ def unmatched(gold: Side, pred: Side, gold_tags: np.ndarray | None = None,
     else:
         split = split_by_hash(gold_hashes, pred_hashes)
         gold_extra, pred_extra = split.gold_surplus, split.pred_surplus
-        trusted = pairs_equal([columns(gold, gold_tags)[j] for j in checked],
-                              [columns(pred, pred_tags)[j] for j in checked],
+        trusted = pairs_equal([column(gold, gold_tags, j) for j in checked],
+                              [column(pred, pred_tags, j) for j in checked],
                               split.gold_paired, split.pred_paired)
     # Whole-row hashes can still collide: an independent checksum over the paired rows tells.
     if trusted and same_paired_rows(row_checksums(gold_parts, gold.height),
@@ -178,11 +184,20 @@ def compare_bag(gold: Side, pred: Side) -> RowOutcome:
     return RowOutcome(False, prefix + _difference_reason(gold, pred, gold_left, pred_left), paired)
 
 
+#: hash schemes under which two keys are equal exactly when their column hashes are
+_INJECTIVE_SCHEMES = frozenset({"int64", "float64"})
+
+
 def _differing_positions(gold: Side, pred: Side) -> list[int]:
-    """Row positions where some column's keys differ (scans run in C)."""
+    """Row positions where some column's keys differ (scans run in C). Columns hashed
+    injectively are compared through their hash arrays, without listing their keys."""
     differing = np.zeros(gold.height, dtype=bool)
-    for gold_keys, pred_keys in zip(gold.keys, pred.keys, strict=True):
-        differing |= np.fromiter(map(ne, gold_keys, pred_keys), dtype=bool, count=gold.height)
+    for j, scheme in enumerate(gold.schemes):
+        if scheme in _INJECTIVE_SCHEMES:
+            differing |= gold.hashes[j] != pred.hashes[j]
+        else:
+            differing |= np.fromiter(map(ne, gold.key_column(j), pred.key_column(j)), dtype=bool,
+                                     count=gold.height)
     return np.flatnonzero(differing).tolist()
 
 

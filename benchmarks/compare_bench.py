@@ -1,16 +1,27 @@
-"""Time polysql's result comparison against a plain Counter-of-tuples baseline.
+"""Time polysql's result comparison against a plain Counter-of-tuples baseline, per workload.
 
-Builds two results of N rows x 5 columns (int, Decimal, float, str, date), the predicted one the
-same rows in shuffled order (equal variant) or with 10 values changed (unequal variant), and prints
-how long ``polysql.compare`` takes relative to ``Counter(gold_rows) == Counter(pred_rows)`` in the
-same run. Every timing gets rows built just before it from fresh value objects, as two engine
-drivers would return them: str, Decimal and date objects cache their hash, so reusing rows would
-let later runs skip work a real comparison has to do. The baseline applies none of the contract
-(no tolerance, no 1 == 1.0 == Decimal('1.00'), no column alignment, no reasons); the ratio says
-what the contract costs. Peak memory for 1,000,000 rows stays under 1.5 GB.
+Each workload builds a gold result of N rows and a predicted one, and prints side by side how long
+a plain baseline (``Counter(gold_rows) == Counter(pred_rows)`` for bags) and ``polysql.compare``
+take in the same run, and their ratio:
 
-    python benchmarks/compare_bench.py               # 1,000,000 rows
-    python benchmarks/compare_bench.py --rows 100000 --repeats 3
+* ``typed``: int, Decimal, float, str, date columns; the prediction is the gold shuffled
+  (``equal``) or with 10 values changed (``unequal``).
+* ``nulls``: int, int, str, float, str columns, three of them about 10% NULL (most real columns
+  hold some NULL); the prediction is the gold shuffled.
+* ``tolerance``: int and two float columns (one with NULLs); the prediction's floats carry
+  relative noise far below the tolerance, as when another engine sums in another order, so every
+  float is bucketed and the rows whose noise crosses a bucket edge go through the tolerance pass.
+* ``ordered``: the ``nulls`` rows compared as a sequence (``ordered=True``), the prediction in
+  the gold's order; its baseline is list equality, ``gold_rows == pred_rows``.
+
+Every timing gets rows built just before it from fresh value objects, as two engine drivers would
+return them: str, Decimal and date objects cache their hash, so reusing rows would let later runs
+skip work a real comparison has to do. The baseline applies none of the contract (no tolerance,
+no 1 == 1.0 == Decimal('1.00'), no column alignment, no reasons); the ratio says what the
+contract costs. Peak memory for 1,000,000 rows stays under 1.5 GB.
+
+    python benchmarks/compare_bench.py                     # 1,000,000 rows, every workload
+    python benchmarks/compare_bench.py --rows 100000 --repeats 3 --workload nulls
 """
 
 from __future__ import annotations
@@ -21,48 +32,117 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 from polysql import Result, compare
 
-COLUMNS = ["id", "amount", "score", "name", "day"]
-
-
-Spec = tuple[int, int, float, int, int]
+Row = tuple[Any, ...]
+Spec = tuple[Any, ...]
 START = date(2000, 1, 1)
 
 
-def make_specs(count: int, seed: int) -> list[Spec]:
-    """Plain numbers describing each row; rows are built from them per side."""
-    rng = random.Random(seed)
-    return [(i, rng.randrange(0, 10_000_000), rng.random() * 1000, rng.randrange(0, count // 3 + 1),
-             rng.randrange(0, 9000)) for i in range(count)]
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Plain-number specs of both sides, and how to turn a spec into a row of fresh objects."""
+
+    columns: list[str]
+    build: Callable[[Spec], Row]
+    gold: list[Spec]
+    variants: dict[str, tuple[list[Spec], bool]]  # name -> (predicted specs, expected match)
+    ordered: bool = False  # compare as a sequence (baseline: list equality) instead of a bag
+    target: float | None = None  # the ratio aimed at, printed alongside
 
 
-def build_rows(specs: list[Spec]) -> list[tuple[Any, ...]]:
-    """Fresh objects for every value, allocated in this side's row order (like a driver).
-    ``i + 0`` and ``score + 0.0`` make new int/float objects rather than share the spec's."""
-    return [(i + 0, Decimal(cents) / 100, score + 0.0, f"name-{name}", START + timedelta(days=day))
-            for i, cents, score, name, day in specs]
-
-
-def perturbed(specs: list[Spec], changes: int, seed: int) -> list[Spec]:
-    rng = random.Random(seed)
+def shuffled(specs: list[Spec], seed: int) -> list[Spec]:
     out = list(specs)
-    for index in rng.sample(range(len(out)), changes):
-        i, cents, score, name, day = out[index]
-        out[index] = (i, cents + 100, score, name, day)
+    random.Random(seed).shuffle(out)
     return out
 
 
-def timed_on_fresh_rows(fn: Callable[[list[tuple[Any, ...]], list[tuple[Any, ...]]], Any],
+# -- typed: int, Decimal, float, str, date ---------------------------------------------------------
+
+def typed_row(spec: Spec) -> Row:
+    """``i + 0`` and ``score + 0.0`` make new int/float objects rather than share the spec's."""
+    i, cents, score, name, day = spec
+    return (i + 0, Decimal(cents) / 100, score + 0.0, f"name-{name}", START + timedelta(days=day))
+
+
+def typed(count: int) -> Workload:
+    rng = random.Random(1)
+    specs = [(i, rng.randrange(0, 10_000_000), rng.random() * 1000, rng.randrange(0, count // 3 + 1),
+              rng.randrange(0, 9000)) for i in range(count)]
+    pred = shuffled(specs, 2)
+    changed = list(pred)
+    for index in random.Random(3).sample(range(count), min(10, count)):
+        i, cents, score, name, day = changed[index]
+        changed[index] = (i, cents + 100, score, name, day)
+    return Workload(["id", "amount", "score", "name", "day"], typed_row, specs,
+                    {"equal": (pred, True), "unequal": (changed, False)})
+
+
+# -- nulls: int, text and float columns holding NULLs ---------------------------------------------
+
+def _fresh(value: Any, make: Callable[[Any], Any]) -> Any:
+    return None if value is None else make(value)
+
+
+def nulls_row(spec: Spec) -> Row:
+    i, qty, name, score, city = spec
+    return (i + 0, _fresh(qty, lambda q: q + 0), _fresh(name, lambda n: f"name-{n}"),
+            _fresh(score, lambda s: s + 0.0), f"city-{city}")
+
+
+def nulls(count: int) -> Workload:
+    rng = random.Random(4)
+
+    def maybe(value: Any) -> Any:
+        return None if rng.random() < 0.1 else value
+
+    specs = [(i, maybe(rng.randrange(0, 1000)), maybe(rng.randrange(0, count // 3 + 1)),
+              maybe(rng.random() * 1000), rng.randrange(0, 500)) for i in range(count)]
+    return Workload(["id", "qty", "name", "score", "city"], nulls_row, specs,
+                    {"equal": (shuffled(specs, 5), True)}, target=0.5)
+
+
+# -- tolerance: floats that differ by noise below the tolerance -----------------------------------
+
+def tolerance_row(spec: Spec) -> Row:
+    i, price, ratio = spec
+    return (i + 0, price + 0.0, _fresh(ratio, lambda r: r + 0.0))
+
+
+def tolerance(count: int) -> Workload:
+    rng = random.Random(6)
+    specs = [(i, rng.random() * 1e6, None if rng.random() < 0.1 else rng.random())
+             for i in range(count)]
+    # Relative noise of 1e-9 against rel_tol 1e-5: equal under the contract, rarely bit-equal.
+    noisy = [(i, price * (1 + rng.uniform(-1e-9, 1e-9)),
+              None if ratio is None else ratio * (1 + rng.uniform(-1e-9, 1e-9)))
+             for i, price, ratio in specs]
+    return Workload(["id", "price", "ratio"], tolerance_row, specs,
+                    {"equal": (shuffled(noisy, 7), True)}, target=1.5)
+
+
+def ordered(count: int) -> Workload:
+    bag = nulls(count)
+    return Workload(bag.columns, bag.build, bag.gold, {"equal": (bag.gold, True)}, ordered=True)
+
+
+WORKLOADS: dict[str, Callable[[int], Workload]] = {"typed": typed, "nulls": nulls,
+                                                   "tolerance": tolerance, "ordered": ordered}
+
+
+# -- timing ---------------------------------------------------------------------------------------
+
+def timed_on_fresh_rows(fn: Callable[[list[Row], list[Row]], Any], build: Callable[[Spec], Row],
                         gold_specs: list[Spec], pred_specs: list[Spec]) -> tuple[float, Any]:
     """Time ``fn(gold_rows, pred_rows)`` on rows built just before, so no value carries a hash
     cached by an earlier run (str, Decimal and date objects cache their hash): each timing sees
     values as fresh from a driver, as a real comparison does."""
-    gold_rows, pred_rows = build_rows(gold_specs), build_rows(pred_specs)
+    gold_rows, pred_rows = list(map(build, gold_specs)), list(map(build, pred_specs))
     gc.collect()
     started = time.perf_counter()
     value = fn(gold_rows, pred_rows)
@@ -71,39 +151,49 @@ def timed_on_fresh_rows(fn: Callable[[list[tuple[Any, ...]], list[tuple[Any, ...
     return elapsed, value
 
 
-def counter_baseline(gold_rows: list[tuple[Any, ...]], pred_rows: list[tuple[Any, ...]]) -> bool:
+def counter_baseline(gold_rows: list[Row], pred_rows: list[Row]) -> bool:
     return Counter(gold_rows) == Counter(pred_rows)
 
 
-def polysql_compare(gold_rows: list[tuple[Any, ...]], pred_rows: list[tuple[Any, ...]]) -> Any:
-    return compare(Result(COLUMNS, gold_rows), Result(COLUMNS, pred_rows))
+def list_baseline(gold_rows: list[Row], pred_rows: list[Row]) -> bool:
+    return gold_rows == pred_rows
 
 
-def run(rows: int, repeats: int) -> None:
-    specs = make_specs(rows, seed=1)
-    shuffled = list(specs)
-    random.Random(2).shuffle(shuffled)
-    variants = {"equal": shuffled, "unequal": perturbed(shuffled, changes=10, seed=3)}
-    compare(Result(["x"], [(1,)]), Result(["x"], [(1,)]))  # import and warm up outside the timing
-    print(f"{rows:,} rows x {len(COLUMNS)} columns (int, Decimal, float, str, date)")
-    for name, pred_specs in variants.items():
-        baseline = min(timed_on_fresh_rows(counter_baseline, specs, pred_specs)[0]
-                       for _ in range(repeats))
-        ours, verdict = min((timed_on_fresh_rows(polysql_compare, specs, pred_specs)
-                             for _ in range(repeats)), key=lambda pair: pair[0])
-        expected = name == "equal"
+def run(name: str, workload: Workload, repeats: int) -> None:
+    def polysql_compare(gold_rows: list[Row], pred_rows: list[Row]) -> Any:
+        return compare(Result(workload.columns, gold_rows), Result(workload.columns, pred_rows),
+                       ordered=workload.ordered)
+
+    baseline_fn, baseline_name = ((list_baseline, "list ==") if workload.ordered
+                                  else (counter_baseline, "Counter"))
+    for variant, (pred_specs, expected) in workload.variants.items():
+        baseline = min(timed_on_fresh_rows(baseline_fn, workload.build, workload.gold,
+                                           pred_specs)[0] for _ in range(repeats))
+        ours, verdict = min((timed_on_fresh_rows(polysql_compare, workload.build, workload.gold,
+                                                 pred_specs) for _ in range(repeats)),
+                            key=lambda pair: pair[0])
         if verdict.match is not expected:
-            raise SystemExit(f"{name}: expected match={expected}, got {verdict.reason}")
-        # Ratios only: absolute times say more about the machine than about the code.
-        print(f"{name:8s} compare / Counter-baseline time ratio: {ours / baseline:.2f}x")
+            raise SystemExit(f"{name} {variant}: expected match={expected}, got {verdict.reason}")
+        # The ratio is the result; absolute times say more about the machine than about the code.
+        target = f"   (target <= {workload.target:.1f}x)" if workload.target else ""
+        print(f"{name:10s} {variant:8s} {baseline_name:8s} {baseline:7.3f} s   "
+              f"compare {ours:7.3f} s   ratio {ours / baseline:5.2f}x{target}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows per result")
     parser.add_argument("--repeats", type=int, default=1, help="take the best of this many runs")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
+                        help="run only this workload (repeatable); default: all")
     args = parser.parse_args()
-    run(args.rows, args.repeats)
+    compare(Result(["x"], [(1,)]), Result(["x"], [(1,)]))  # import and warm up outside the timing
+    print(f"{args.rows:,} rows per result; best of {args.repeats}")
+    for name in args.workload or list(WORKLOADS):
+        workload = WORKLOADS[name](args.rows)
+        run(name, workload, args.repeats)
+        del workload
+        gc.collect()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,14 @@ from typing import Any
 
 from polysql.core.errors import ComparisonError
 from polysql.core.model import Result
+from polysql.normalizers.families import (
+    NO_ZONES,
+    Zones,
+    canonical_column,
+    json_column,
+    type_family,
+    zones_of,
+)
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.values import FloatKeys, Reading, column_keys, column_types
 
@@ -24,9 +32,12 @@ class ResultColumns:
         self.width = len(result.columns)
         self.policy = policy
         self._rows = result.rows
+        self._type_names = list(result.types)
         self._raw: list[Sequence[Any]] | None = None
         self._types: dict[int, frozenset[type]] = {}
         self._keys: dict[tuple[int, Reading], Sequence[Any]] = {}
+        self._json: set[int] = set()  # columns whose text has been read as JSON
+        self.zones: list[Zones] = []
 
     @property
     def raw(self) -> list[Sequence[Any]]:
@@ -37,12 +48,46 @@ class ResultColumns:
                     f"the {self.label} result is malformed: it has {self.width} column names but rows "
                     f"of width {sorted(widths)}; every row must have one value per column"
                 )
-            self._raw = list(zip(*self._rows, strict=True)) if self._rows else [()] * self.width
+            raw = list(zip(*self._rows, strict=True)) if self._rows else [()] * self.width
+            self.zones = [NO_ZONES] * self.width
+            for j, values in enumerate(raw):
+                kinds = column_types(values)
+                self.zones[j] = zones_of(values, kinds)
+                canonical = canonical_column(values, kinds, self.type_name(j), self.policy,
+                                             self.zones[j])
+                if canonical is not None:
+                    raw[j] = canonical
+                    kinds = column_types(canonical)
+                    if self.is_json(j):
+                        self._json.add(j)
+                self._types[j] = kinds
+            self._raw = raw
         return self._raw
 
+    def type_name(self, j: int) -> str | None:
+        """The engine's own type name of column ``j``, when the result reports one."""
+        return self._type_names[j] if j < len(self._type_names) else None
+
+    def is_json(self, j: int) -> bool:
+        """Whether the engine says column ``j`` holds JSON (by its type, never by its values)."""
+        return type_family(self.type_name(j)) == "json"
+
+    def read_as_json(self, j: int) -> None:
+        """Read column ``j``'s text as JSON: the column it is compared with is JSON."""
+        raw = self.raw
+        if j in self._json:
+            return
+        self._json.add(j)
+        if str not in self.types(j):
+            return
+        raw[j] = json_column(raw[j], self.policy)
+        self._types[j] = column_types(raw[j])
+        self._keys = {key: keys for key, keys in self._keys.items() if key[0] != j}
+
     def types(self, j: int) -> frozenset[type]:
+        raw = self.raw  # fills the types of every column
         if j not in self._types:
-            self._types[j] = column_types(self.raw[j])
+            self._types[j] = column_types(raw[j])
         return self._types[j]
 
     def key_types(self, j: int, reading: Reading) -> frozenset[type]:

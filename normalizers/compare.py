@@ -162,7 +162,12 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
         if outcome.match:
             details.update(_alignment_details(alignment, pred_cols), **extra,
                            tolerance_pairs=outcome.tolerance_pairs, rule="rows")
-            return Verdict(True, caveat + outcome.reason, details)
+            reason = caveat + outcome.reason
+            read_as_utc = _zone_note(gold_cols, pred_cols, alignment, pol)
+            if read_as_utc:
+                details["naive_timestamps_read_as_utc"] = read_as_utc
+                reason += f" (timestamps without a time zone read as UTC in {read_as_utc})"
+            return Verdict(True, reason, details)
         if first_failure is None:
             first_failure = (alignment, outcome, extra)
     if first_failure is None:
@@ -276,8 +281,32 @@ def _unalignable_reason(gold: ResultColumns, pred: ResultColumns) -> str:
             f"predicted {pred.width} {pred.names}; no alignment by name, position or values")
 
 
+def _read_json_pairs(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
+                     alignment: Alignment) -> None:
+    """Text compared with a column the engine says is JSON is read as JSON too (a JSON value
+    may come back parsed from one driver and as text from another)."""
+    for j, k in enumerate(alignment.mapping):
+        if gold.is_json(j) or pred.is_json(k) or (widened is not None and widened.is_json(j)):
+            gold.read_as_json(j)
+            pred.read_as_json(k)
+            if widened is not None:
+                widened.read_as_json(j)
+
+
+def _zone_note(gold: ResultColumns, pred: ResultColumns, alignment: Alignment,
+               pol: ComparePolicy) -> list[str]:
+    """Gold columns whose timestamps had a zone where the predicted ones had none, or the other
+    way round: under ``naive_timestamps="utc"`` the zoneless side was read as UTC."""
+    if pol.naive_timestamps != "utc" or not gold.zones or not pred.zones:
+        return []
+    return [gold.names[j] for j, k in enumerate(alignment.mapping)
+            if (gold.zones[j].aware and pred.zones[k].naive)
+            or (gold.zones[j].naive and pred.zones[k].aware)]
+
+
 def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
            alignment: Alignment, pol: ComparePolicy) -> tuple[Side, Side, Side | None]:
+    _read_json_pairs(gold, pred, widened, alignment)
     readings = []
     for j, k in enumerate(alignment.mapping):
         types = gold.types(j) | pred.types(k) | (widened.types(j) if widened is not None else frozenset())

@@ -15,6 +15,8 @@ from polysql.core.errors import ComparisonError
 
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]
+ArrayOrder = Literal["ordered", "unordered"]
+NaiveTimestamps = Literal["utc", "strict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,13 @@ class ComparePolicy:
     #: placed by another convention (needs a re-run, see normalizers.gold.judge); "strict": no
     null_order: NullOrder = "either"
 
+    # -- structured values (see normalizers.families) ---------------------------------------
+    #: arrays compare element by element in order ("ordered") or as multisets ("unordered")
+    array_order: ArrayOrder = "ordered"
+    #: a timestamp without a zone against one with: "utc" reads it as UTC (the verdict says so
+    #: when that decided a match); "strict": never equal
+    naive_timestamps: NaiveTimestamps = "utc"
+
     def __post_init__(self) -> None:
         for name in ("rel_tol", "abs_tol"):
             value = getattr(self, name)
@@ -80,6 +89,12 @@ class ComparePolicy:
         if self.null_order not in ("either", "strict"):
             raise ComparisonError(
                 f"policy option null_order must be 'either' or 'strict', got {self.null_order!r}")
+        if self.array_order not in ("ordered", "unordered"):
+            raise ComparisonError("policy option array_order must be 'ordered' or 'unordered', "
+                                  f"got {self.array_order!r}")
+        if self.naive_timestamps not in ("utc", "strict"):
+            raise ComparisonError("policy option naive_timestamps must be 'utc' or 'strict', "
+                                  f"got {self.naive_timestamps!r}")
         if self.unresolved_order_keys not in ("exact", "bag"):
             raise ComparisonError(
                 "policy option unresolved_order_keys must be 'exact' or 'bag', "

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from polysql_testkit import mysql_fixtures, pg_fixtures
+from polysql_testkit.cli_runs import run_sweep as sweep
 from sqlalchemy.engine import URL
 
 from polysql.cli.main import main
 from polysql.core.store import ResultsStore
 
-pytestmark = [pytest.mark.postgres, pytest.mark.mysql]
+pytestmark = [pytest.mark.postgres, pytest.mark.mysql, pytest.mark.usefixtures("isolated_cache")]
 
 SCRIPT = """
 CREATE TABLE invoice (id integer PRIMARY KEY, customer varchar(20) NOT NULL, total decimal(10, 2));
@@ -32,13 +33,6 @@ QUESTIONS = [
     ("q2", "Total of all invoices?", "SELECT sum(total) FROM invoice"),
     ("q3", "Customers without a total?", "SELECT customer FROM invoice WHERE total IS NULL"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
-    return cache
 
 
 @dataclass(frozen=True)
@@ -101,11 +95,6 @@ def dataset(tmp_path: Path, servers: Servers) -> Path:
         {"question_id": qid, "db_id": servers.db_id, "question": text, "SQL": sql,
          "evidence": "", "difficulty": "simple"} for qid, text, sql in QUESTIONS]))
     return root
-
-
-def sweep(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
-    return result.exit_code, result.output
 
 
 def test_existing_databases_are_swept_through_select_only_logins(

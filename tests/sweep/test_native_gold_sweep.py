@@ -35,11 +35,7 @@ QUESTIONS = {"stock": "How many items are in stock, counting unknown stock as no
 IDS = {"stock": 1, "price": 2}
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
-    return cache
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 @pytest.fixture

@@ -13,10 +13,7 @@ from polysql.cli.main import EXIT_DATA, main
 from polysql.core.store import ResultsStore
 from polysql.datasets.registry import get_dataset
 
-
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def sweep(preds: Path, run: Path) -> tuple[int, str]:

@@ -35,9 +35,7 @@ ENGINES = [("sqlite", "sqlite"), ("duckdb", "duckdb")]
 KNOWN = {"mysql", "postgresql", "postgres", "sqlite", "duckdb"}
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def bird_value(sql: str, db_id: str) -> str:

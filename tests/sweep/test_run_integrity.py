@@ -8,22 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from polysql_testkit.cli_runs import run_sweep as sweep
 
-from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE, main
+from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE
 from polysql.core.store import RESULTS_FILE, SUPERSEDED_FILE, ResultsStore
 
-
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
-    return cache
-
-
-def sweep(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
-    return result.exit_code, result.output
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def by_question(run: Path) -> dict[str, dict[str, object]]:

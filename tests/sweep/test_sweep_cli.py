@@ -8,21 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from polysql_testkit.cli_runs import run_sweep as sweep
 
 from polysql.cli.main import EXIT_CONFIG, EXIT_STORE, main
 from polysql.core.store import ResultsStore
 
-
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
-    return cache
-
-
-def sweep(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
-    return result.exit_code, result.output
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def records(run: Path) -> list[dict[str, object]]:

@@ -7,22 +7,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from polysql_testkit.cli_runs import run_sweep as sweep
 
-from polysql.cli.main import main
 from polysql.sweep.timings import STAGES, SweepTimings
 
-
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("POLYSQL_CACHE", str(cache))
-    return cache
-
-
-def sweep(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["sweep", *args], catch_exceptions=False)
-    return result.exit_code, result.output
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def test_timings_name_every_stage_and_lane_and_add_up(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from polysql.core.errors import DatasetError
 from polysql.datasets.base import Question
 from polysql.datasets.folder import FolderDataset, locate_databases
 from polysql.datasets.options import check_options
-from polysql.datasets.records import EntryReader, read_json_list
+from polysql.datasets.records import EntryReader, SeenIds, read_json_list
 
 OPTIONS = {
     "split": "question file PATH/<split>.json (default dev; train for the training questions)",
@@ -65,15 +65,11 @@ def _evidence(reader: EntryReader) -> str:
 
 def read_archer_questions(question_file: Path) -> list[Question]:
     questions: list[Question] = []
-    first_seen: dict[str, int] = {}
+    seen = SeenIds()
     for index, entry in enumerate(read_json_list(question_file)):
         reader = EntryReader(question_file, index, entry)
         question_id = _question_id(reader)
-        if question_id in first_seen:
-            # Results are keyed by question id; a repeat would silently merge two questions.
-            raise reader.fail(next((k for k in ID_KEYS if reader.has(k)), "id"),
-                              f"repeats id {question_id!r} of entry {first_seen[question_id]}")
-        first_seen[question_id] = index
+        seen.add(reader, next((k for k in ID_KEYS if reader.has(k)), "id"), question_id, index)
         questions.append(Question(
             id=question_id,
             db_id=reader.text("db_id"),

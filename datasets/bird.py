@@ -34,7 +34,7 @@ from polysql.core.errors import DatasetError
 from polysql.datasets.base import GOLD_DIALECT, Question
 from polysql.datasets.folder import FolderDataset, locate_databases
 from polysql.datasets.options import check_options
-from polysql.datasets.records import EntryReader, read_gold_lines, read_json_list
+from polysql.datasets.records import EntryReader, SeenIds, read_gold_lines, read_json_list
 
 #: the prefix of the option that names a dialect's gold file (``gold_mysql=FILE``)
 GOLD_OPTION = "gold_"
@@ -72,7 +72,7 @@ def read_bird_questions(question_file: Path) -> list[Question]:
 def _read_questions(question_file: Path) -> tuple[list[Question], bool]:
     """The questions, and whether every entry carries its own ``question_id``."""
     questions: list[Question] = []
-    first_seen: dict[str, int] = {}
+    seen = SeenIds()
     all_have_ids = True
     for index, entry in enumerate(read_json_list(question_file)):
         reader = EntryReader(question_file, index, entry)
@@ -87,13 +87,10 @@ def _read_questions(question_file: Path) -> tuple[list[Question], bool]:
             evidence=reader.text("evidence", required=False),
             difficulty=reader.text("difficulty", required=False) or None,
         )
-        if question_id in first_seen:
-            # Results are keyed by question id; a repeat would silently merge two questions.
-            earlier = first_seen[question_id]
-            same = " (an identical copy of it: delete one of the two)" if (
-                question == questions[earlier]) else ""
-            raise reader.fail("question_id", f"repeats id {question_id!r} of entry {earlier}{same}")
-        first_seen[question_id] = index
+        earlier = seen.first(question_id)
+        same = (" (an identical copy of it: delete one of the two)"
+                if earlier is not None and question == questions[earlier] else "")
+        seen.add(reader, "question_id", question_id, index, detail=same)
         questions.append(question)
     return questions, all_have_ids
 
@@ -190,13 +187,10 @@ def _golds_from_json(gold: NativeGoldFile, reference: list[Question], by_id: boo
     golds: list[str | None] = [None] * len(reference)
     if by_id and all(reader.has("question_id") for reader in readers):
         position = {question.id: index for index, question in enumerate(reference)}
-        seen: dict[str, int] = {}
+        seen = SeenIds()
         for reader in readers:
             question_id = reader.identifier("question_id")
-            if question_id in seen:
-                raise reader.fail("question_id",
-                                  f"repeats id {question_id!r} of entry {seen[question_id]}")
-            seen[question_id] = reader.index
+            seen.add(reader, "question_id", question_id, reader.index)
             if question_id not in position:
                 raise reader.fail("question_id", f"is {question_id!r}, which no entry of "
                                   f"{reference_file.name} has; the two files must hold the same "

@@ -31,7 +31,7 @@ from polysql.core.errors import DatasetError
 from polysql.datasets.base import GOLD_DIALECT, Question
 from polysql.datasets.folder import FolderDataset, locate_databases
 from polysql.datasets.options import check_options
-from polysql.datasets.records import EntryReader, read_json_lines
+from polysql.datasets.records import EntryReader, SeenIds, read_json_lines
 
 QUESTION_FILE = "questions.jsonl"
 DATABASE_FOLDER = "databases"
@@ -75,16 +75,12 @@ def read_generic_questions(question_file: Path) -> tuple[list[Question], list[in
     """The questions of a JSON-lines file and, for each, its line number (for messages)."""
     questions: list[Question] = []
     lines: list[int] = []
-    first_seen: dict[str, int] = {}
+    seen = SeenIds(unit="line")
     for index, (line, value) in enumerate(read_json_lines(question_file)):
         reader = EntryReader(question_file, index, value, line=line)
         _check_fields(reader)
         question_id = reader.identifier("question_id")
-        if question_id in first_seen:
-            # Results are keyed by question id; a repeat would silently merge two questions.
-            raise reader.fail("question_id",
-                              f"repeats id {question_id!r} of line {first_seen[question_id]}")
-        first_seen[question_id] = line
+        seen.add(reader, "question_id", question_id, line)
         questions.append(Question(
             id=question_id,
             db_id=reader.text("db_id"),

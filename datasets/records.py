@@ -162,3 +162,24 @@ def read_gold_lines(path: Path) -> list[GoldLine]:
             raise DatasetError(f"{path}:{number}: the db_id after the last tab is empty")
         gold.append(GoldLine(line=number, sql=sql.strip(), db_id=db_id.strip()))
     return gold
+
+
+class SeenIds:
+    """The question ids met so far in one question file. Results are keyed by question id, so
+    a repeated id would silently merge two questions: the second is refused, naming the first
+    (by entry index, or by line for JSON-lines files)."""
+
+    def __init__(self, unit: str = "entry") -> None:
+        self.unit = unit
+        self._first: dict[str, int] = {}
+
+    def first(self, question_id: str) -> int | None:
+        """Where ``question_id`` was first met, if it was."""
+        return self._first.get(question_id)
+
+    def add(self, reader: EntryReader, field: str, question_id: str, position: int, *,
+            detail: str = "") -> None:
+        """Record ``question_id`` at ``position``, or raise the error naming its first place."""
+        earlier = self._first.setdefault(question_id, position)
+        if earlier != position:
+            raise reader.fail(field, f"repeats id {question_id!r} of {self.unit} {earlier}{detail}")

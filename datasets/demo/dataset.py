@@ -13,7 +13,7 @@ from polysql.core.errors import DatasetError
 from polysql.datasets.base import GOLD_DIALECT, Dataset, Question
 from polysql.datasets.demo.build import ensure_demo_database
 from polysql.datasets.demo.generate import DB_ID
-from polysql.datasets.records import EntryReader, read_json_list
+from polysql.datasets.records import EntryReader, SeenIds, read_json_list
 from polysql.datasets.tags import DIFFICULTIES, check_tags
 
 QUESTIONS_FILE = "questions.json"
@@ -36,13 +36,11 @@ def load_demo_questions(path: Path | None = None) -> list[Question]:
     """Parse and validate a demo-format question file (the bundled one by default)."""
     path = path if path is not None else questions_path()
     questions: list[Question] = []
-    seen: dict[str, int] = {}
+    seen = SeenIds()
     for index, entry in enumerate(read_json_list(path)):
         reader = EntryReader(path, index, entry)
         question_id = reader.identifier("id")
-        if question_id in seen:
-            raise reader.fail("id", f"repeats id {question_id!r} of entry {seen[question_id]}")
-        seen[question_id] = index
+        seen.add(reader, "id", question_id, index)
         tags = reader.text_list("tags")
         if not tags:
             raise reader.fail("tags", "is empty; tag at least 'portable' or a hazard")

@@ -142,7 +142,9 @@ class SQLiteBackend(Backend):
                     else:
                         sources = introspect(conn)
                 except sqlite3.Error as exc:
-                    raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+                    hint = (f"; {str(self.path)!r} is not a SQLite database: point the URL at a "
+                            f".sqlite/.db file" if "not a database" in str(exc) else "")
+                    raise EngineError(f"cannot read the tables of {self!r}: {exc}{hint}") from exc
                 if self.read_only:
                     self._introspected = sources
         self._coercions = [c for source in sources for c in source.coercions]

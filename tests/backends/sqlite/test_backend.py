@@ -10,7 +10,7 @@ import pytest
 
 import polysql
 from polysql.backends.sqlite.backend import SQLiteBackend
-from polysql.core.errors import EngineUnavailableError
+from polysql.core.errors import EngineError, EngineUnavailableError
 
 
 @pytest.fixture
@@ -127,3 +127,11 @@ def test_repeated_loads_from_one_source_report_each_coercion_once(tmp_path: Path
                 reports.append(target.load(source))
     for report in reports:
         assert sorted((c.column, c.count) for c in report.coercions) == [("d", 1), ("s", 1)]
+
+
+def test_a_file_that_is_not_a_database_is_named_with_how_to_fix(tmp_path: Path) -> None:
+    path = tmp_path / "notes.sqlite"
+    path.write_text("not a database, just text\n" * 10)
+    with polysql.connect(f"sqlite:///{path}") as source, \
+            pytest.raises(EngineError, match="is not a SQLite database: point the URL at"):
+        source.tables()

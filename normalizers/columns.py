@@ -8,7 +8,6 @@ from typing import Any
 from polysql.core.errors import ComparisonError
 from polysql.core.model import Result
 from polysql.normalizers.families import (
-    NO_ZONES,
     Zones,
     canonical_column,
     json_column,
@@ -49,12 +48,12 @@ class ResultColumns:
                     f"of width {sorted(widths)}; every row must have one value per column"
                 )
             raw = list(zip(*self._rows, strict=True)) if self._rows else [()] * self.width
-            self.zones = [NO_ZONES] * self.width
+            self.zones = []
             for j, values in enumerate(raw):
                 kinds = column_types(values)
-                self.zones[j] = zones_of(values, kinds)
-                canonical = canonical_column(values, kinds, self.type_name(j), self.policy,
-                                             self.zones[j])
+                zones = zones_of(values, kinds)
+                self.zones.append(zones)
+                canonical = canonical_column(values, kinds, self.type_name(j), self.policy, zones)
                 if canonical is not None:
                     raw[j] = canonical
                     kinds = column_types(canonical)

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 EVALUATION_SCHEMA = "public"
 _IN_PROGRESS = ""  # the fingerprint recorded while a load runs
 _STAGING_PREFIX = "polysql_staging_"
+_STAGING_LIKE = r"polysql\_staging\_%"  # the prefix as a LIKE pattern (its _ taken literally)
 _MAX_COPY_LANES = 4
 # What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
 # 2: secondary indexes and UNIQUE constraints are carried.
@@ -109,7 +110,7 @@ def _swap_in(conn: psycopg.Connection, staging: str, database: str, reader: str)
 def _drop_staging_left_behind(conn: psycopg.Connection) -> None:
     """Staging schemas of loads that crashed; no other load of this database is running."""
     rows = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
-                        (f"{_STAGING_PREFIX.replace('_', chr(92) + '_')}%",)).fetchall()
+                        (_STAGING_LIKE,)).fetchall()
     for (name,) in rows:
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 

@@ -42,10 +42,6 @@ _ACCEPTED: dict[str, tuple[pa.DataType, ...]] = {
 }
 
 
-def available() -> bool:
-    return adbc_sqlite is not None
-
-
 def _uri(path: Path) -> str:
     return f"file:{urllib.parse.quote(str(path))}?mode=ro"
 

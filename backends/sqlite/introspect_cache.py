@@ -111,6 +111,7 @@ class SourceCache:
         with self._lock:
             self._schemas.clear()
             self._rows.clear()
+            self._reading.clear()
             self._size = 0
 
 

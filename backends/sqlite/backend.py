@@ -126,9 +126,10 @@ class SQLiteBackend(Backend):
         stored values; the coercions behind those choices are kept for :meth:`coercions`.
 
         A read-only connection scans once and remembers the answer (its database cannot change
-        through it), so rendering a schema for every prompt does not rescan large tables; a file
-        scanned before in this process, with the same content, is not scanned again (a sweep
-        loads each source into every engine).
+        through it), so rendering a schema for every prompt does not rescan large tables. When
+        the content's fingerprint is already known (a load asks for it first), a file scanned
+        before in this process with the same content is not scanned again (a sweep loads each
+        source into every engine); the whole file is never hashed just to look that up.
         """
 
         with self._lock:
@@ -136,8 +137,8 @@ class SQLiteBackend(Backend):
             if sources is None:
                 conn = self._connection()
                 try:
-                    if self._shares_content():
-                        sources = SOURCES.schema(self._content_key(conn),
+                    if self._shares_content() and self._fingerprint is not None:
+                        sources = SOURCES.schema(self._fingerprint,
                                                  lambda: introspect(conn))
                     else:
                         sources = introspect(conn)

@@ -223,3 +223,36 @@ def test_engines_loading_one_source_at_once_all_get_every_row(tmp_path: Path) ->
         thread.join()
     assert failures == []
     assert reports == [{"t": 5}] * 4
+
+
+def test_loads_share_one_type_scan_and_a_schema_lookup_hashes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second load of one source takes the first one's scan; a connection that only wants
+    the schema (no load, so no fingerprint asked for) scans as before rather than hash the file."""
+    import polysql.backends.sqlite.backend as backend_module
+
+    path = _make(tmp_path / "src.sqlite", CASES["all_types"])
+    SOURCES.clear()
+    scans: list[int] = []
+    original = backend_module.introspect
+
+    def counted(conn: sqlite3.Connection) -> Any:
+        scans.append(1)
+        return original(conn)
+
+    monkeypatch.setattr(backend_module, "introspect", counted)
+    hashed: list[int] = []
+    original_fingerprint = backend_module.fingerprint
+
+    def counted_fingerprint(conn: sqlite3.Connection, file: Path | None) -> str:
+        hashed.append(1)
+        return original_fingerprint(conn, file)
+
+    monkeypatch.setattr(backend_module, "fingerprint", counted_fingerprint)
+    for name in ("a", "b"):
+        polysql.load(f"sqlite:///{path}", f"duckdb:///{tmp_path / f'{name}.duckdb'}")
+    assert len(scans) == 1
+    hashed.clear()
+    with polysql.connect(f"sqlite:///{path}") as source:
+        source.tables()
+    assert (len(scans), hashed) == (2, [])

@@ -45,6 +45,7 @@ from polysql.backends.spark.execute import StatementRunner
 from polysql.backends.spark.load import load_into_spark
 from polysql.backends.spark.load_store import FileWarehouse, Manifest, read_marker
 from polysql.backends.spark.screen import screen_statement
+from polysql.backends.spark.settle import engine_key
 from polysql.backends.spark.setup import build_from_script
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.core.model import Result
@@ -69,7 +70,9 @@ class SparkBackend(Backend):
         self.read_only = read_only
         self.warehouse = FileWarehouse(target.warehouse) if target.warehouse else None
         self.manifest: Manifest | None = None
-        self._runner = StatementRunner(session, connect=target.connect, engine=self.name)
+        self._runner = StatementRunner(session, connect=target.connect, engine=self.name,
+                                       engine_key=engine_key(connect=target.connect,
+                                                             master=target.master))
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._closed = False

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from polysql.backends._common.cancel import Flight
 from polysql.backends._common.cancel import cancelled as cancelled_result
+from polysql.backends.spark import settle
 from polysql.backends.spark.errors import classify, message_of
 from polysql.core.model import Result
 
@@ -97,10 +98,11 @@ class _Worker(threading.Thread):
 class StatementRunner:
     """Runs statements of one session, one at a time, each under its own job group."""
 
-    def __init__(self, session: Any, *, connect: bool, engine: str) -> None:
+    def __init__(self, session: Any, *, connect: bool, engine: str, engine_key: str) -> None:
         self._tagging = _Tagging(session, connect)
         self._session = session
         self._engine = engine
+        self._engine_key = engine_key  # which Spark this is, for settle.UNSETTLED
         self._worker = _Worker(self._work)
 
     def close(self) -> None:
@@ -114,10 +116,33 @@ class StatementRunner:
         if flight is not None and not flight.arm(lambda: self._cancel(job.tag), exclusive=False):
             return cancelled_result(self._engine, time.perf_counter() - started)
         try:
+            if settle.UNSETTLED.pending(self._engine_key) is not None:
+                busy = self._wait_until_settled(flight)
+                if busy is not None:
+                    return busy
+                started = time.perf_counter()  # the wait is not the statement's time
             return self._run(job, timeout, started, flight)
         finally:
             if flight is not None:
                 flight.disarm()
+
+    def _wait_until_settled(self, flight: Flight | None) -> Result | None:
+        """After a cancel on this engine: None once a one-task probe runs, else ``unavailable``
+        (see settle.py). Cancelling the caller's flight stops the wait as it stops a statement."""
+        cancelled_statement = settle.UNSETTLED.pending(self._engine_key)
+        if cancelled_statement is None:
+            return None
+        started = time.perf_counter()
+        probe = _Job(settle.PROBE_STATEMENT, f"polysql-{uuid.uuid4().hex}", 1)
+        outcome = self._run(probe, settle.SETTLE_WAIT, started, flight)
+        if outcome.error is None and outcome.rows == settle.PROBE_ROWS:
+            settle.UNSETTLED.clear(self._engine_key)
+            return None
+        if flight is not None and flight.cancelled.is_set():
+            return cancelled_result(self._engine, time.perf_counter() - started)
+        return Result.failed("unavailable",
+                             settle.unsettled_message(cancelled_statement, settle.SETTLE_WAIT),
+                             elapsed=time.perf_counter() - started, engine=self._engine)
 
     def _run(self, job: _Job, timeout: float, started: float, flight: Flight | None) -> Result:
         self._worker.jobs.put(job)
@@ -127,6 +152,8 @@ class StatementRunner:
         stopped_by_caller = flight is not None and flight.cancelled.is_set()
         cancelled = not finished
         if cancelled:
+            # its tasks may outlive the cancel: the next statement checks for a free slot first
+            settle.UNSETTLED.mark(self._engine_key, job.statement)
             # a caller waiting on a cancel gets the short backstop: it wants to stop now
             backstop = (_BACKSTOP_MIN if stopped_by_caller
                         else max(_BACKSTOP_MIN, timeout * _BACKSTOP_SHARE))

@@ -19,6 +19,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -30,6 +31,7 @@ from polysql_testkit import availability
 from sqlalchemy.engine import make_url
 
 from polysql.core.errors import ConfigError, EngineUnavailableError, LoadError
+from polysql.core.model import Result
 from polysql.engines.registry import connect
 
 pytestmark = pytest.mark.spark
@@ -58,6 +60,11 @@ TABLES = ["Mixed Case", "order", "order items", "order_items", "Ünïcode"]
 MIXED_CASE_TYPES = ["bigint", "decimal(12,3)", "double", "string", "binary", "date",
                     "timestamp_ntz", "boolean", "bigint"]
 SLOW_QUERY = "SELECT count(*) FROM range(1000000) a CROSS JOIN range(1000000) b"
+# Seconds of work inside each of two rows, one per task slot of local[2]: Spark checks for a
+# cancel only between rows, so its tasks run on for seconds after the statement is cancelled.
+UNSTOPPABLE_QUERY = ("SELECT sum(aggregate(sequence(1, 25000 + CAST(id * 0 AS INT)), 0L, "
+                     "(a, x) -> a + aggregate(sequence(1, 25000), 0L, (b, y) -> b + y))) "
+                     "FROM range(0, 2, 1, 2)")
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -431,6 +438,67 @@ def test_timeout_cancels_the_job_and_the_session_recovers(backend: Any) -> None:
     while statuses.getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert statuses.getActiveJobsIds() == []
+
+
+def _running_tasks(backend: Any) -> int:
+    """Tasks still running on the driver's executor, including killed ones that run on (the
+    stage of a cancelled job is no longer active; its tasks may be)."""
+    infos = backend.session.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return sum(info.numRunningTasks() for info in infos)
+
+
+def _wait_for_idle_executors(backend: Any) -> None:
+    deadline = time.monotonic() + 180
+    while _running_tasks(backend) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _running_tasks(backend) == 0
+
+
+def _stuck_statement(backend: Any) -> Result:
+    """Runs UNSTOPPABLE_QUERY and cancels it once both its tasks are running: their rows go on
+    for seconds after the cancel."""
+    running: dict[str, Result] = {}
+    worker = threading.Thread(
+        target=lambda: running.setdefault("result", backend.execute(UNSTOPPABLE_QUERY,
+                                                                    timeout=120.0)))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while _running_tasks(backend) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # past task set-up, into the row (set-up still notices a cancel)
+    assert backend.cancel()
+    worker.join(60)
+    stuck = running["result"]
+    assert stuck.error is not None and stuck.error.kind == "unavailable"  # cancelled
+    assert _running_tasks(backend) == 2  # killed, and still running
+    return stuck
+
+
+def test_statement_after_an_unstoppable_one_waits_for_a_free_slot(backend: Any) -> None:
+    """A cancelled statement whose tasks run on must not make the next, cheap statement time
+    out: that would count the engine's backlog as the model's timeout."""
+    _wait_for_idle_executors(backend)
+    _stuck_statement(backend)
+    after = backend.execute("SELECT count(*) FROM `order items`", timeout=1.0)
+    assert after.error is None and after.rows == [(2,)]
+    assert after.elapsed < 1.0  # the wait for a slot is not the statement's time
+
+
+def test_engine_whose_tasks_never_free_is_unavailable(backend: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from polysql.backends.spark import settle
+
+    _wait_for_idle_executors(backend)
+    _stuck_statement(backend)
+    monkeypatch.setattr(settle, "SETTLE_WAIT", 0.5)
+    busy = backend.execute("SELECT count(*) FROM `order items`", timeout=30.0)
+    assert busy.error is not None and busy.error.kind == "unavailable"
+    assert "no free task slot" in busy.error.message and "aggregate(sequence" in busy.error.message
+    # a new session on the same driver is told the same, not handed the backlog as a timeout
+    with type(backend).connect(backend.url) as again:
+        assert again.execute("SELECT 1").error.kind == "unavailable"
+    _wait_for_idle_executors(backend)
+    assert backend.execute("SELECT count(*) FROM `order items`").rows == [(2,)]
 
 
 def test_error_kinds_and_sqlstates(backend: Any) -> None:

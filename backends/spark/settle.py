@@ -1,0 +1,61 @@
+"""Which Spark engines may still be busy with a statement they were told to stop.
+
+Spark stops a cancelled job by interrupting its task threads, and a task only notices between
+rows. Work inside one row -- a higher-order function over a large array, a long regular
+expression -- runs on after the cancel, holding its task slots. The next statement then waits
+for those slots and may run out of its own timeout: a cheap, correct query counted as the
+model's timeout. So after a cancel the next statement first checks that a one-task probe gets
+a slot; if none frees within ``SETTLE_WAIT`` seconds, the statement is not run and reports the
+engine ``unavailable`` (an outage, never a verdict against the model).
+
+The record is kept per engine (a Spark Connect server, or this process's driver), not per
+session, so a reconnect after an ``unavailable`` result still checks first.
+"""
+
+from __future__ import annotations
+
+import threading
+
+# How long the probe may wait for a free task slot after a cancel. Longer than any one row of
+# ordinary evaluation work; a backlog that outlasts it makes the engine unusable for a sweep.
+SETTLE_WAIT = 60.0
+# The probe: one task on one partition, so it needs one free slot and nothing else.
+PROBE_STATEMENT = "SELECT sum(id) FROM range(0, 1, 1, 1)"
+PROBE_ROWS = [(0,)]
+
+
+class Unsettled:
+    """Engines with a cancelled statement whose tasks may still be running."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled: dict[str, str] = {}  # engine key -> what was cancelled there
+
+    def mark(self, engine: str, statement: str) -> None:
+        with self._lock:
+            self._cancelled.setdefault(engine, statement)
+
+    def pending(self, engine: str) -> str | None:
+        with self._lock:
+            return self._cancelled.get(engine)
+
+    def clear(self, engine: str) -> None:
+        with self._lock:
+            self._cancelled.pop(engine, None)
+
+
+UNSETTLED = Unsettled()
+
+
+def engine_key(*, connect: bool, master: str) -> str:
+    """One key per engine: a Spark Connect server, or the driver every embedded session in this
+    process shares."""
+    return f"connect:{master}" if connect else f"driver:{master}"
+
+
+def unsettled_message(statement: str, waited: float) -> str:
+    shown = " ".join(statement.split())
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    return (f"Spark still has no free task slot {waited:g}s after cancelling {shown!r}: its "
+            f"tasks did not stop when cancelled (work inside one row is not interruptible). "
+            f"Restart the Spark engine; until then its backlog would be counted as timeouts")

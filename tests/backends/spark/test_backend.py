@@ -486,7 +486,7 @@ def test_statement_after_an_unstoppable_one_waits_for_a_free_slot(backend: Any) 
 
 def test_engine_whose_tasks_never_free_is_unavailable(backend: Any,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from polysql.backends.spark import settle
+    from polysql.backends.spark import execute_settle as settle
 
     _wait_for_idle_executors(backend)
     _stuck_statement(backend)

@@ -138,8 +138,9 @@ class SQLiteBackend(Backend):
                 conn = self._connection()
                 try:
                     if self._shares_content() and self._fingerprint is not None:
-                        sources = SOURCES.schema(self._fingerprint,
-                                                 lambda: introspect(conn))
+                        fingerprint_ = self._fingerprint
+                        sources = SOURCES.schema(fingerprint_,
+                                                 lambda: _introspect_keeping(conn, fingerprint_))
                     else:
                         sources = introspect(conn)
                 except sqlite3.Error as exc:
@@ -199,10 +200,14 @@ class SQLiteBackend(Backend):
             return None
         with SOURCES.reading(key):
             kept = SOURCES.rows(key)
-            if kept is not None:
+            if kept is not None and kept.complete:
                 return kept
             assert self.path is not None  # _shares_content
-            data = introspect_arrow.read_table(self.path, table)
+            if kept is not None:  # some columns came with the type scan: read only the rest
+                known = {name: kept.data.column(name) for name in kept.data.column_names}
+                data = introspect_arrow.complete_table(self.path, table, known)
+            else:
+                data = introspect_arrow.read_table(self.path, table)
             if data is not None:
                 kept = CachedRows(data)
             else:
@@ -236,3 +241,17 @@ class SQLiteBackend(Backend):
 
         with cls.connect(target, read_only=False, **options) as writer, writer._lock:
             return build_from_script(writer, script)
+
+
+def _introspect_keeping(conn: sqlite3.Connection, fingerprint: str) -> list[SourceTable]:
+    """Introspect, keeping the columns the type scan read for the loads that follow (tables
+    too large to keep are streamed later, as always)."""
+    sources = introspect(conn, read_ahead=True)
+    for source in sources:
+        if source.read_ahead and fits(source.table):
+            names = list(source.read_ahead)
+            SOURCES.keep(table_key(fingerprint, source.table), CachedRows(
+                pa.table([source.read_ahead[n] for n in names], names=names),
+                complete=len(names) == len(source.table.columns)))
+        source.read_ahead = {}  # the schema cache keeps descriptions, never rows
+    return sources

@@ -1,7 +1,8 @@
 """What a SQLite database holds, as engine-neutral descriptions with logical types resolved.
 
 Per table: its columns (each type decided by :mod:`polysql.backends.sqlite.types` from the
-declared type and one aggregate scan of the stored values), primary key, foreign keys and the
+declared type and one scan of the stored values: a columnar read where it measures exactly,
+else SQL aggregates), primary key, foreign keys and the
 indexes that have an engine-neutral form. Tables are scanned on several threads when the database
 is a file; :func:`fingerprint` identifies the content, so loads from it are idempotent. Reading
 the rows themselves is :mod:`polysql.backends.sqlite.introspect_rows`.
@@ -15,11 +16,15 @@ import sqlite3
 import threading
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
 from polysql.backends._common.fingerprint import ALGORITHM, file_digest
+from polysql.backends.sqlite.introspect_arrow import from_scan
 from polysql.backends.sqlite.types import list_tables, resolve_column, scan_table
+from polysql.backends.sqlite.types_arrow import scan_table_columnar
 from polysql.core.schema import Coercion, Column, ForeignKey, Index, Table
 
 
@@ -29,14 +34,25 @@ class SourceTable:
 
     table: Table
     coercions: list[Coercion]
+    # Columns already in their logical Arrow form, from the columnar scan's read (asked for with
+    # read_ahead=True): the load's row read need not read them again.
+    read_ahead: dict[str, pa.ChunkedArray] = field(default_factory=dict)
 
 
-def introspect_table(conn: sqlite3.Connection, name: str) -> SourceTable:
+def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = None, *,
+                     read_ahead: bool = False) -> SourceTable:
+    """One table; ``path``: the database file, for the single-read columnar scan, whose values
+    are kept in ``read_ahead`` form when asked."""
     info = conn.execute("SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)",
                         (name,)).fetchall()
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
     info = [row for row in info if row[4] != 1]
-    row_count, stats = scan_table(conn, name, [(row[0], row[1] or "") for row in info])
+    declared = [(row[0], row[1] or "") for row in info]
+    scanned = scan_table_columnar(Path(path), name, declared) if path is not None else None
+    if scanned is not None:
+        row_count, stats = scanned.rows, scanned.stats
+    else:
+        row_count, stats = scan_table(conn, name, declared)
     columns: list[Column] = []
     coercions: list[Coercion] = []
     for (col_name, declared, notnull, _pk, _hidden), col_stats in zip(info, stats, strict=True):
@@ -46,10 +62,16 @@ def introspect_table(conn: sqlite3.Connection, name: str) -> SourceTable:
                               declared_type=declared or ""))
     primary_key = tuple(row[0] for row in sorted((r for r in info if r[3]), key=lambda r: r[3]))
     indexes, skipped = _indexes(conn, name)
-    return SourceTable(
+    source = SourceTable(
         Table(name, columns, primary_key=primary_key, foreign_keys=_foreign_keys(conn, name),
               row_count=row_count, indexes=indexes),
         coercions + skipped)
+    if read_ahead and scanned is not None:
+        for index, (column, column_stats) in enumerate(zip(columns, stats, strict=True)):
+            values = from_scan(scanned.values.column(index), column, column_stats)
+            if values is not None:
+                source.read_ahead[column.name] = values
+    return source
 
 
 def _indexes(conn: sqlite3.Connection, table: str) -> tuple[list[Index], list[Coercion]]:
@@ -95,7 +117,8 @@ def _database_file(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-def _scan_in_parallel(path: str, names: list[str], workers: int) -> list[SourceTable]:
+def _scan_in_parallel(path: str, names: list[str], workers: int, *,
+                      read_ahead: bool) -> list[SourceTable]:
     """Each worker thread scans whole tables through its own read-only connection: the scan
     runs inside SQLite, which releases the GIL, so tables are measured on several cores."""
     local = threading.local()
@@ -108,7 +131,7 @@ def _scan_in_parallel(path: str, names: list[str], workers: int) -> list[SourceT
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             opened.append(conn)
             local.conn = conn
-        return introspect_table(conn, name)
+        return introspect_table(conn, name, path, read_ahead=read_ahead)
 
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polysql-scan") as pool:
@@ -118,17 +141,20 @@ def _scan_in_parallel(path: str, names: list[str], workers: int) -> list[SourceT
             conn.close()
 
 
-def introspect(conn: sqlite3.Connection) -> list[SourceTable]:
-    """Every user table of the database, logical types resolved."""
+def introspect(conn: sqlite3.Connection, *, read_ahead: bool = False) -> list[SourceTable]:
+    """Every user table of the database, logical types resolved; ``read_ahead``: with the
+    columns the type scan's read already holds in their logical form."""
     names = list_tables(conn)
-    path = _database_file(conn)
+    # Other connections see only what is committed; a connection inside a transaction is
+    # scanned on itself alone, so its own changes count.
+    path = None if conn.in_transaction else _database_file(conn)
     workers = min(len(names), os.cpu_count() or 1)
     if path is not None and workers > 1:
         try:
-            return _scan_in_parallel(path, names, workers)
+            return _scan_in_parallel(path, names, workers, read_ahead=read_ahead)
         except sqlite3.Error:
             pass  # e.g. the file cannot be opened a second time: scan on this connection
-    return [introspect_table(conn, name) for name in names]
+    return [introspect_table(conn, name, path, read_ahead=read_ahead) for name in names]
 
 
 def fingerprint(conn: sqlite3.Connection, path: Path | None) -> str:

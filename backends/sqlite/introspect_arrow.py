@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polysql.backends._common.arrow import arrow_schema, arrow_type
-from polysql.backends.sqlite.introspect_rows import select_expression
-from polysql.backends.sqlite.types import quote_ident
-from polysql.core.schema import Table
+from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
+from polysql.backends.sqlite.types import ColumnStats, quote_ident
+from polysql.core.schema import Column, Table
 
 try:  # optional at run time: without it every table is read the row-by-row way
     import adbc_driver_sqlite.dbapi as adbc_sqlite
@@ -81,7 +81,9 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
     try:
         with adbc_sqlite.connect(_uri(path)) as conn, conn.cursor() as cursor:
             cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _BATCH_ROWS})
-            cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)}")
+            # NOT INDEXED: the table's own order, whatever columns are asked for, so columns
+            # read apart (see complete_table) line up row for row.
+            cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)} NOT INDEXED")
             fetched = cursor.fetch_arrow_table()
     except Exception:  # noqa: BLE001 - any driver failure (type mismatch, bad UTF-8): slow path
         return None
@@ -96,3 +98,46 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
             return None
         columns.append(converted)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats
+              ) -> pa.ChunkedArray | None:
+    """``column`` as :func:`read_table` would give it, from the stored values the columnar type
+    scan read (one storage class, or integers beside reals read as doubles), or None when only
+    a read with the column's own SELECT expression gives it exactly: decimals (SQLite prints
+    them), and numbers or blobs in a text column and the like."""
+    kind, target = column.type.kind, arrow_type(column.type)
+    if stats.non_null == 0:
+        return pa.chunked_array([pa.nulls(len(values), target)], type=target)
+    # Integers may have been read as doubles (beside reals, or in an undeclared column): the
+    # scan read them so only when each fits a double exactly.
+    numbers = (pa.int64(), pa.float64())
+    plain = {"integer": (numbers, stats.integers), "boolean": (numbers, stats.integers),
+             "float": ((pa.float64(),), stats.numbers), "text": ((pa.string(),), stats.texts),
+             "date": ((pa.string(),), stats.texts), "timestamp": ((pa.string(),), stats.texts),
+             "blob": ((pa.binary(),), stats.blobs)}.get(kind)
+    if plain is None or values.type not in plain[0] or plain[1] != stats.non_null:
+        return None
+    try:
+        if kind == "boolean":
+            return pc.not_equal(values, 0)
+        if kind == "timestamp":
+            values = pc.utf8_slice_codeunits(values, 0, MICROSECOND_TEXT_LENGTH)
+        return values if values.type == target else values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def complete_table(path: Path, table: Table, known: dict[str, pa.ChunkedArray]) -> pa.Table | None:
+    """``table`` as :func:`read_table` gives it, reading only the columns not in ``known``."""
+    missing = [c for c in table.columns if c.name not in known]
+    read: dict[str, pa.ChunkedArray] = {}
+    if missing:
+        rest = read_table(path, Table(table.name, missing))
+        if rest is None:
+            return None
+        read = {c.name: rest.column(i) for i, c in enumerate(missing)}
+    columns = [known[c.name] if c.name in known else read[c.name] for c in table.columns]
+    if any(len(c) != len(columns[0]) for c in columns):
+        return None
+    return pa.Table.from_arrays(columns, schema=arrow_schema(table))

@@ -38,6 +38,8 @@ _BYTES_PER_VALUE = 16
 class CachedRows:
     data: pa.Table
     coercions: list[Coercion] = field(default_factory=list)  # found while reading the rows
+    # False: ``data`` holds only the columns the type scan read ahead; the rest are still to read
+    complete: bool = True
 
 
 def table_key(fingerprint: str, table: Table) -> tuple[str, str, str]:

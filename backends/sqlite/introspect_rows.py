@@ -22,7 +22,7 @@ from polysql.core.errors import LoadError
 from polysql.core.schema import Coercion, Column, Table
 
 # Arrow parses ISO timestamps up to microseconds; SQLite text may carry more digits.
-_MICROSECOND_TEXT_LENGTH = 26
+MICROSECOND_TEXT_LENGTH = 26
 
 
 def select_expression(column: Column) -> str:
@@ -36,7 +36,7 @@ def select_expression(column: Column) -> str:
         return (f"CASE WHEN {col} IS NULL THEN NULL WHEN typeof({col}) = 'text' "
                 f"THEN lower({col}) = 'true' ELSE {col} <> 0 END")
     if kind == "timestamp":
-        return f"substr({col}, 1, {_MICROSECOND_TEXT_LENGTH})"
+        return f"substr({col}, 1, {MICROSECOND_TEXT_LENGTH})"
     if kind == "blob":
         return (f"CASE WHEN {col} IS NULL OR typeof({col}) = 'blob' THEN {col} "
                 f"ELSE CAST(CAST({col} AS TEXT) AS BLOB) END")

@@ -174,6 +174,22 @@ def _class_counts(packed: list[Any], rows: int) -> tuple[int, int, int, int]:
     return integers, reals, texts, blobs
 
 
+def fraction_digits_expression(col: str, declared: Declared) -> str:
+    """SQL for the significant fractional digits of the real ``col`` as SQLite prints it (15
+    significant digits, so binary noise such as 0.30000000000000004 does not count): '12.50' ->
+    1, '1.5e-07' -> 8, '1.0e+20' -> 0. Under a declared scale only digits beyond it change the
+    decision (the scale is widened to them): a real equal to itself rounded to the scale has
+    none, so it counts 0 and skips the text measure."""
+    as_text = f"CAST({col} AS TEXT)"
+    point, exp = f"instr({as_text}, '.')", f"instr({as_text}, 'e')"
+    frac = (f"CASE WHEN {exp} = 0 THEN length(rtrim(substr({as_text}, {point} + 1), '0')) "
+            f"ELSE max(0, length(rtrim(substr({as_text}, {point} + 1, {exp} - {point} - 1), '0')) "
+            f"- CAST(substr({as_text}, {exp} + 1) AS INTEGER)) END")
+    if declared.scale is not None:
+        frac = f"CASE WHEN round({col}, {declared.scale}) = {col} THEN 0 ELSE {frac} END"
+    return frac
+
+
 def _scan_expressions(col: str, declared: Declared, *, dates: bool, rows: int) -> list[str]:
     """Aggregate SQL for one column: storage-class counts (packed, see _class_expressions),
     bool-like, dates, datetimes,
@@ -184,19 +200,8 @@ def _scan_expressions(col: str, declared: Declared, *, dates: bool, rows: int) -
     the date measures out too (0), for a first pass over a numeric or blob column.
     """
     family = declared.family
-    as_text = f"CAST({col} AS TEXT)"
     is_number = f"typeof({col}) IN ('integer', 'real')"
-    # Fractional digits of a real as SQLite prints it (15 significant digits, so binary noise
-    # such as 0.30000000000000004 does not count): '12.50' -> 1, '1.5e-07' -> 8, '1.0e+20' -> 0.
-    point, exp = f"instr({as_text}, '.')", f"instr({as_text}, 'e')"
-    frac = (f"CASE WHEN {exp} = 0 THEN length(rtrim(substr({as_text}, {point} + 1), '0')) "
-            f"ELSE max(0, length(rtrim(substr({as_text}, {point} + 1, {exp} - {point} - 1), '0')) "
-            f"- CAST(substr({as_text}, {exp} + 1) AS INTEGER)) END")
-    if declared.scale is not None:
-        # Only digits beyond a declared scale change the decision (the scale is widened to
-        # them); a real equal to itself rounded to the scale has none, so it counts 0 and skips
-        # the text measure.
-        frac = f"CASE WHEN round({col}, {declared.scale}) = {col} THEN 0 ELSE {frac} END"
+    frac = fraction_digits_expression(col, declared)
     wants_dates = family != "text" and dates
     wants_digits = family == "decimal"
     return [
@@ -211,7 +216,7 @@ def _scan_expressions(col: str, declared: Declared, *, dates: bool, rows: int) -
     ]
 
 
-def _digits(printed: str | None) -> int:
+def digits_before_point(printed: str | None) -> int:
     """Digits before the decimal point of a number as SQLite prints it ('100.0' -> 3)."""
     if printed is None:
         return 0
@@ -253,7 +258,7 @@ def scan_table(conn: sqlite3.Connection, table: str,
         stats.append(ColumnStats(
             integers=integers, reals=reals, texts=texts, blobs=blobs,
             bool_like=bool_like or 0, dates=dates_ or 0, datetimes=datetimes or 0,
-            int_digits=max(_digits(largest), _digits(smallest)), frac_digits=frac or 0))
+            int_digits=max(digits_before_point(largest), digits_before_point(smallest)), frac_digits=frac or 0))
     return rows, stats
 
 

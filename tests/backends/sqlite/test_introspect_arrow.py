@@ -70,7 +70,20 @@ def _ints_then_reals(con: sqlite3.Connection) -> None:
     con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(70_000)] + [(0.25,)])
 
 
+def _one_class_per_column(con: sqlite3.Connection) -> None:
+    # what the type scan's own read can hand to the load (all but the decimal), with an index
+    # that covers the decimal alone: reading that column apart must not take the index's order
+    con.execute("CREATE TABLE t (i INTEGER, f REAL, d NUMERIC(12,2), s TEXT, b BOOLEAN, "
+                "dt DATE, ts DATETIME, bl BLOB, loose, empty TEXT)")
+    con.execute("CREATE INDEX t_d ON t (d DESC)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)", [
+        (n, n / 4, (n * 37 % 101) / 4, f"s{n} ü", n % 2, f"20{n % 90 + 10}-0{n % 9 + 1}-1{n % 9}",
+         f"2020-01-01 10:{n % 60:02d}:00.{n:07d}", bytes([n % 256]), n * 3)
+        for n in range(300)] + [(None,) * 9])
+
+
 CASES: dict[str, Build] = {
+    "one_class_per_column": _one_class_per_column,
     "all_types": _all_types,
     "leading_nulls_then_text": _leading_nulls_then_text,
     "blob_in_text": _blob_in_text,
@@ -101,13 +114,19 @@ def _row_reader(path: Path) -> tuple[pa.Table, list[Coercion]]:
     return pa.Table.from_batches(batches), found
 
 
+@pytest.mark.parametrize("loading", [False, True], ids=["schema-first", "as-a-load"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_backend_reads_what_the_row_reader_reads(tmp_path: Path, case: str) -> None:
+def test_backend_reads_what_the_row_reader_reads(tmp_path: Path, case: str,
+                                                 loading: bool) -> None:
+    """Also as a load reads (fingerprint first): then the columns the type scan read come from
+    that read, and only the rest are read again."""
     path = _make(tmp_path / "src.sqlite", CASES[case])
     expected, expected_coercions = _row_reader(path)
     SOURCES.clear()
     for _ in range(2):  # the second connection takes the kept copy
         with polysql.connect(f"sqlite:///{path}") as source:
+            if loading:
+                source.fingerprint()
             (table,) = source.tables()
             before = list(source.coercions())
             got = pa.Table.from_batches(list(source.read_table(table)))
@@ -136,6 +155,18 @@ def test_the_fast_reader_steps_aside_where_values_need_care(tmp_path: Path, case
         (table,) = source.tables()
     fast = introspect_arrow.read_table(path, table)
     assert fast is None or fast.to_pylist() == _row_reader(path)[0].to_pylist()
+
+
+def test_a_load_takes_the_columns_the_type_scan_read(tmp_path: Path) -> None:
+    """Guards the single read: after a load's type scan, every column that needs no SQL of its
+    own is already kept, and the decimal (printed by SQLite) is left for the row read."""
+    path = _make(tmp_path / "src.sqlite", _one_class_per_column)
+    SOURCES.clear()
+    with polysql.connect(f"sqlite:///{path}") as source:
+        (table,) = source.tables() if source.fingerprint() else []
+        kept = SOURCES.rows(table_key(source.fingerprint(), table))
+    assert kept is not None and not kept.complete
+    assert kept.data.column_names == [c.name for c in table.columns if c.name != "d"]
 
 
 def test_a_changed_source_is_read_again(tmp_path: Path) -> None:
@@ -236,9 +267,9 @@ def test_loads_share_one_type_scan_and_a_schema_lookup_hashes_nothing(
     scans: list[int] = []
     original = backend_module.introspect
 
-    def counted(conn: sqlite3.Connection) -> Any:
+    def counted(conn: sqlite3.Connection, **options: Any) -> Any:
         scans.append(1)
-        return original(conn)
+        return original(conn, **options)
 
     monkeypatch.setattr(backend_module, "introspect", counted)
     hashed: list[int] = []

@@ -1,0 +1,295 @@
+"""The type scan of one SQLite table from a single columnar read, when the values allow it.
+
+:func:`polysql.backends.sqlite.types.scan_table` measures a table with SQL aggregates; the date
+shapes and decimal digits in them cost SQLite a string function per value. Here the same table is
+read once into Arrow through ADBC's SQLite driver (C, no Python rows), together with each value's
+storage class, and the measures are taken with Arrow and NumPy kernels.
+
+The answer is exactly the aggregate scan's or nothing:
+
+* every column must hold one storage class (plus NULL), seen in the class codes read alongside,
+  and arrive as the Arrow type of that class -- so the driver converted nothing;
+* text must be valid UTF-8 without NUL characters (SQLite's string functions stop at a NUL);
+* fractional digits of reals that are not already at the declared scale are measured by SQLite
+  itself, over just those distinct values, with the aggregate scan's own expression; the largest
+  and smallest number are printed by SQLite too.
+
+Anything else answers None and the caller runs the aggregate scan.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from polysql.backends.sqlite.types import (
+    ColumnStats,
+    Declared,
+    digits_before_point,
+    fraction_digits_expression,
+    parse_declared,
+    quote_ident,
+)
+
+try:  # optional at run time: without it every table takes the aggregate scan
+    import adbc_driver_sqlite.dbapi as adbc_sqlite
+except ImportError:  # pragma: no cover - the wheel is a declared dependency
+    adbc_sqlite = None
+
+# Storage-class codes, three bits per column, packed into one integer per row. _WIDE marks an
+# integer beyond 2^53, which a column read as doubles could not hold exactly.
+_CODE_BITS = 3
+_COLUMNS_PER_CODE = 63 // _CODE_BITS
+_INTEGER, _REAL, _TEXT, _BLOB, _WIDE = 1, 2, 3, 4, 5
+_EXACT_FLOAT_INT = 2**53
+# Declared families whose integers and reals are read together as doubles: NUMERIC affinity
+# keeps 12 as an integer beside 12.5, and an undeclared column keeps whatever it was given. (The
+# driver types a column by its first values and refuses a real after integers.)
+_AS_DOUBLES = frozenset({"decimal", None})
+_BATCH_ROWS = "65536"
+# ISO shapes as the aggregate scan's GLOB patterns accept them (ASCII digits only).
+_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DATETIME = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-2][0-9]:[0-5][0-9]"
+             r"(:[0-5][0-9](\.[0-9]+)?)?$")
+_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnarScan:
+    """A table measured from one columnar read, and the values that read brought."""
+
+    rows: int
+    stats: list[ColumnStats]
+    values: pa.Table  # the stored values, one column per table column (see _select_expression)
+
+
+class _NotExact(Exception):
+    """A value this scan cannot measure exactly as the aggregate scan would."""
+
+
+def _uri(path: Path) -> str:
+    return f"file:{urllib.parse.quote(str(path))}?mode=ro"
+
+
+def _select_expression(name: str, declared: Declared, *, as_doubles: bool) -> str:
+    col = quote_ident(name)
+    if as_doubles and declared.family not in ("text", "blob", "date", "timestamp"):
+        return f"CASE typeof({col}) WHEN 'integer' THEN CAST({col} AS REAL) ELSE {col} END"
+    return col
+
+
+def _class_code(name: str) -> str:
+    col = quote_ident(name)
+    return (f"CASE typeof({col}) WHEN 'integer' THEN CASE WHEN {col} BETWEEN "
+            f"-{_EXACT_FLOAT_INT} AND {_EXACT_FLOAT_INT} THEN {_INTEGER} ELSE {_WIDE} END "
+            f"WHEN 'real' THEN {_REAL} WHEN 'text' THEN {_TEXT} WHEN 'blob' THEN {_BLOB} "
+            f"ELSE 0 END")
+
+
+def _class_code_columns(columns: list[str]) -> list[str]:
+    """SELECT expressions packing every column's storage class, _COLUMNS_PER_CODE per integer
+    (each shift parenthesised: SQLite's << and | share one precedence level)."""
+    expressions = []
+    for start in range(0, len(columns), _COLUMNS_PER_CODE):
+        parts = [f"(({_class_code(name)}) << {offset * _CODE_BITS})"
+                 for offset, name in enumerate(columns[start:start + _COLUMNS_PER_CODE])]
+        expressions.append(" | ".join(parts))
+    return expressions
+
+
+def _column_codes(codes: list[np.ndarray], index: int) -> np.ndarray:
+    """The storage-class code of every row of ``index``'s column."""
+    packed = codes[index // _COLUMNS_PER_CODE]
+    return (packed >> ((index % _COLUMNS_PER_CODE) * _CODE_BITS)) & 7
+
+
+def _ten_bytes(text: pa.Array) -> np.ndarray:
+    """The bytes of strings that are ten bytes each, one row per string."""
+    offsets = np.frombuffer(text.buffers()[1], np.int32)[text.offset:text.offset + len(text) + 1]
+    data = np.frombuffer(text.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
+    return data.reshape(-1, 10)
+
+
+def _valid_days(text: pa.ChunkedArray) -> int:
+    """How many of these texts, each starting YYYY-MM-DD in ASCII digits, name a real day
+    (year 0001 or later, proleptic Gregorian, as SQLite's date() reads them)."""
+    if len(text) == 0:
+        return 0
+    # The first ten characters are ASCII: ten bytes each, one string after the other.
+    head = pc.utf8_slice_codeunits(text, 0, 10).combine_chunks().cast(pa.string())
+    digits = _ten_bytes(head).astype(np.int64) - ord("0")
+    year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
+    month = digits[:, 5] * 10 + digits[:, 6]
+    day = digits[:, 8] * 10 + digits[:, 9]
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    in_month = (month >= 1) & (month <= 12)
+    longest = _DAYS_IN_MONTH[np.where(in_month, month, 0)] + (leap & (month == 2))
+    return int(np.count_nonzero((year >= 1) & in_month & (day >= 1) & (day <= longest)))
+
+
+def _date_counts(text: pa.ChunkedArray) -> tuple[int, int]:
+    """(valid ISO dates, valid ISO date-times) among the non-null texts."""
+    values = text.filter(pc.is_valid(text))
+    dates = values.filter(pc.match_substring_regex(values, _DATE))
+    stamps = values.filter(pc.match_substring_regex(values, _DATETIME))
+    if len(stamps):
+        stamps = stamps.filter(pc.less(pc.utf8_slice_codeunits(stamps, 11, 13), "24"))
+    return _valid_days(dates), _valid_days(stamps)
+
+
+def _count(mask: pa.Array | pa.ChunkedArray) -> int:
+    return int(pc.sum(mask).as_py() or 0)
+
+
+def _printed_digits(probe: sqlite3.Connection, number: int | float | None) -> int:
+    """Digits before the point of ``number`` as SQLite prints it (the aggregate scan's rule)."""
+    if number is None:
+        return 0
+    (printed,) = probe.execute("SELECT CAST(? AS TEXT)", (number,)).fetchone()
+    return digits_before_point(printed)
+
+
+def _fraction_digits(probe: sqlite3.Connection, reals: np.ndarray, declared: Declared) -> int:
+    """Most fractional digits among the reals, as the aggregate scan measures them."""
+    values = reals
+    if declared.scale is not None:
+        # Reals whose NumPy rounding to the scale gives them back are the nearest double to a
+        # decimal of at most that scale, which SQLite's round() gives back too: they count 0.
+        # The rest (usually none) go to SQLite.
+        with np.errstate(over="ignore", invalid="ignore"):
+            factor = 10.0 ** declared.scale
+            at_scale = np.rint(values * factor) / factor == values
+        values = values[~at_scale]
+    if len(values) == 0:
+        return 0
+    distinct = np.unique(values)
+    probe.execute("CREATE TEMP TABLE IF NOT EXISTS polysql_reals (v REAL)")
+    probe.execute("DELETE FROM polysql_reals")
+    probe.executemany("INSERT INTO polysql_reals VALUES (?)", ((float(v),) for v in distinct))
+    expression = fraction_digits_expression('"v"', declared)
+    (most,) = probe.execute(f"SELECT max({expression}) FROM polysql_reals").fetchone()
+    return int(most or 0)
+
+
+def _text_stats(values: pa.ChunkedArray, family: str | None) -> dict[str, int]:
+    if values.type not in (pa.string(), pa.large_string()):
+        raise _NotExact("text converted by the driver")
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise _NotExact("text that is not UTF-8") from exc
+    if pc.any(pc.match_substring(values, "\x00")).as_py():
+        raise _NotExact("text with a NUL character")
+    measured = {"texts": len(values) - values.null_count}
+    if family != "text":
+        measured["dates"], measured["datetimes"] = _date_counts(values)
+    if family == "boolean":
+        measured["bool_like"] = _count(pc.is_in(pc.ascii_lower(values),
+                                                pa.array(["true", "false"])))
+    return measured
+
+
+def _number_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.ndarray,
+                  family: str | None, declared: Declared) -> dict[str, int]:
+    integer_rows, real_rows = codes == _INTEGER, codes == _REAL
+    integers, reals = int(np.count_nonzero(integer_rows)), int(np.count_nonzero(real_rows))
+    if values.type == pa.int64():
+        if reals:
+            raise _NotExact("reals read as integers")
+    elif values.type != pa.float64():
+        raise _NotExact("numbers converted by the driver")
+    measured = {"integers": integers, "reals": reals}
+    if family == "boolean":
+        integer_values = values.filter(pa.array(integer_rows))
+        measured["bool_like"] = _count(pc.is_in(integer_values, pa.array([0, 1], values.type)))
+    if family == "decimal":
+        # The largest and smallest, printed by SQLite as the integer or real each row holds.
+        numbers = values.combine_chunks()
+        extremes = [int(pc.index(numbers, pc.max(numbers)).as_py()),
+                    int(pc.index(numbers, pc.min(numbers)).as_py())]
+        printed = [numbers[i].as_py() for i in extremes]
+        printed = [int(v) if codes[i] == _INTEGER else v for i, v in zip(extremes, printed,
+                                                                           strict=True)]
+        measured["int_digits"] = max(_printed_digits(probe, v) for v in printed)
+        if reals:
+            real_values = numbers.filter(pa.array(real_rows)).to_numpy(zero_copy_only=False)
+            measured["frac_digits"] = _fraction_digits(probe, real_values, declared)
+    return measured
+
+
+def _column_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.ndarray,
+                  declared: Declared) -> ColumnStats:
+    if values.type == pa.int64():  # read as integers: any 64-bit integer arrives exactly
+        codes = np.where(codes == _WIDE, _INTEGER, codes)
+    counts = np.bincount(codes, minlength=8)
+    if counts[_WIDE]:
+        raise _NotExact("an integer beyond 2^53")
+    numbers = int(counts[_INTEGER] + counts[_REAL])
+    texts, blobs = int(counts[_TEXT]), int(counts[_BLOB])
+    if sum(1 for n in (numbers, texts, blobs) if n) > 1:
+        raise _NotExact("numbers, text and blobs mixed")
+    family = declared.family
+    if numbers:
+        return ColumnStats(**_number_stats(probe, values, codes, family, declared))
+    if texts:
+        return ColumnStats(**_text_stats(values, family))
+    if blobs:
+        if values.type not in (pa.binary(), pa.large_binary()):
+            raise _NotExact("blobs converted by the driver")
+        return ColumnStats(blobs=blobs)
+    return ColumnStats()
+
+
+def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *,
+           as_doubles: set[str | None]) -> pa.Table | None:
+    select = ", ".join([*(_select_expression(n, d, as_doubles=d.family in as_doubles)
+                          for n, d in zip(names, declared, strict=True)),
+                        *_class_code_columns(names)])
+    try:
+        with adbc_sqlite.connect(_uri(path)) as conn, conn.cursor() as cursor:
+            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _BATCH_ROWS})
+            # NOT INDEXED: the table's own order, as the row reader reads it (see
+            # introspect_arrow.complete_table)
+            cursor.execute(f"SELECT {select} FROM {quote_ident(table)} NOT INDEXED")
+            return cursor.fetch_arrow_table()
+    except Exception:  # noqa: BLE001 - any driver failure (a real after integers, ...)
+        return None
+
+
+def scan_table_columnar(path: Path, table: str,
+                        columns: list[tuple[str, str]]) -> ColumnarScan | None:
+    """Row count and per-column stats of ``table`` in the SQLite file at ``path``
+    (``columns``: name, declared type), equal to the aggregate scan's; None when they could not
+    be measured exactly this way."""
+    if adbc_sqlite is None or not columns:
+        return None
+    names = [name for name, _ in columns]
+    declared = [parse_declared(d) for _, d in columns]
+    fetched = _fetch(path, table, names, declared, as_doubles=set(_AS_DOUBLES))
+    if fetched is None:  # once more with every numeric family's integers read as doubles
+        fetched = _fetch(path, table, names, declared,
+                         as_doubles={"decimal", None, "integer", "float", "boolean"})
+    if fetched is None:
+        return None
+    rows = fetched.num_rows
+    codes = []
+    for column in fetched.columns[len(names):]:
+        if column.type not in (pa.int64(), pa.null()):
+            return None
+        codes.append(column.fill_null(0).to_numpy().astype(np.int64) if rows
+                     else np.zeros(0, np.int64))
+    probe = sqlite3.connect(":memory:")
+    try:
+        stats = [_column_stats(probe, fetched.column(index), _column_codes(codes, index), dec)
+                 for index, dec in enumerate(declared)]
+    except (_NotExact, pa.ArrowException):
+        return None
+    finally:
+        probe.close()
+    return ColumnarScan(rows, stats, fetched.select(list(range(len(names)))))

@@ -1,0 +1,129 @@
+"""The columnar type scan answers exactly what the aggregate scan answers, or nothing.
+
+Every case is a real SQLite file measured both ways: where the columnar scan gives stats they
+must equal the aggregate scan's field for field, and the columns it is built for (one storage
+class, or integers beside reals) must not fall back."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from polysql.backends.sqlite.introspect import introspect
+from polysql.backends.sqlite.types import ColumnStats, scan_table
+from polysql.backends.sqlite.types_arrow import ColumnarScan, scan_table_columnar
+
+
+def _both(path: Path, declared: str, values: list[object]) -> tuple[object, object]:
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE t (v {declared})")
+    conn.executemany("INSERT INTO t VALUES (?)", [(v,) for v in values])
+    conn.commit()
+    aggregate = scan_table(conn, "t", [("v", declared)])
+    conn.close()
+    return aggregate, _measured(scan_table_columnar(path, "t", [("v", declared)]))
+
+
+def _measured(scan: ColumnarScan | None) -> tuple[int, list[ColumnStats]] | None:
+    return None if scan is None else (scan.rows, scan.stats)
+
+
+DATES = ["2020-02-29", "2021-02-29", "2021-04-31", "2021-04-30", "2021-13-01", "2021-00-10",
+         "0000-01-01", "0001-01-01", "2021-12-28", "2021-12-32", "1900-02-29", "2000-02-29",
+         "2020-01-01 10:00", "2020-01-01T10:00:59", "2020-01-01 10:00:00.123456789",
+         "2020-01-01 10:00:0", "2020-01-01 10:00:00.", "2020-01-01 10:00:00.12a",
+         "2020-01-01 24:00:00", "2020-01-01 23:59:59", "2020-01-01 10:60:00",
+         "2021-02-29 10:00:00", "2020-01-01 10:00:00Z", "2020-01-01t10:00", "２０２０-01-01",
+         "2020-1-01", " 2020-01-01", "2020-01-01 ", "x", "", None]
+
+CASES = {
+    "dates in a DATE column": ("DATE", DATES),
+    "dates in a TEXT column": ("TEXT", DATES),
+    "dates in an undeclared column": ("", DATES),
+    "date-times in a DATETIME column": ("DATETIME", DATES * 3),
+    "booleans as integers": ("BOOLEAN", [0, 1, 1, None, 0]),
+    "booleans as integers beyond 0 and 1": ("BOOLEAN", [0, 1, 2, -1]),
+    "booleans as text": ("BOOLEAN", ["true", "FALSE", "True", "yes", None, "tRuE"]),
+    "integers": ("INTEGER", [1, -5, 2**62, None, 0]),
+    "integers in an undeclared column": ("", [1, -5, 7, None]),
+    "reals in a REAL column": ("REAL", [1.5, 2.0, -3.25, None, 1e300]),
+    "money in NUMERIC(10,2)": ("NUMERIC(10,2)", [1.25, 3, 0.1 + 0.2, 12.5, None, -7]),
+    "digits beyond the scale": ("NUMERIC(10,2)", [0.125, 1.0000001, 99999.5, 3, 1e-7]),
+    "NUMERIC without scale": ("NUMERIC", [0.125, 1.5, 10, 1e20, 1.5e-07, 2.5]),
+    "a whole number first": ("DECIMAL(8,3)", [10, 12.5, 7, 0.001]),
+    "large magnitudes": ("NUMERIC(38,4)", [123456789012345.6, -98765.4321, 2**53, -(2**53)]),
+    "text only": ("TEXT", ["a", "b", "naïve", "", None]),
+    "blobs": ("BLOB", [b"\x00\x01", b"", None, b"abc"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_columnar_scan_equals_the_aggregate_scan(case: str, tmp_path: Path) -> None:
+    declared, values = CASES[case]
+    aggregate, columnar = _both(tmp_path / "t.db", declared, values)
+    assert columnar is not None, f"{case}: should be measured by the columnar scan"
+    assert columnar == aggregate
+
+
+FALLBACKS = {
+    "numbers mixed with text": ("", [1, "x", 2.5]),
+    "text mixed with blobs": ("TEXT", ["a", b"b"]),
+    "an integer beyond 2^53 beside reals": ("NUMERIC", [2**53 + 1, 0.5]),
+    "text with a NUL": ("DATE", ["2020-01-01\x00tail", "2020-01-02"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FALLBACKS))
+def test_columns_it_cannot_measure_exactly_fall_back(case: str, tmp_path: Path) -> None:
+    declared, values = FALLBACKS[case]
+    _, columnar = _both(tmp_path / "t.db", declared, values)
+    assert columnar is None
+
+
+def test_text_that_is_not_utf8_falls_back(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (v TEXT)")
+    conn.execute("INSERT INTO t VALUES (CAST(x'ff61' AS TEXT)), ('ok')")
+    conn.commit()
+    conn.close()
+    assert scan_table_columnar(path, "t", [("v", "TEXT")]) is None
+
+
+def test_many_columns_share_packed_class_codes(tmp_path: Path) -> None:
+    # More columns than one packed code holds: every column's classes must still be its own.
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    kinds = ["INTEGER", "REAL", "TEXT", "BLOB", "DATE", "NUMERIC(6,2)"] * 8
+    conn.execute("CREATE TABLE t (" + ", ".join(f"c{i} {k}" for i, k in enumerate(kinds)) + ")")
+    samples = {"INTEGER": 3, "REAL": 2.5, "TEXT": "t", "BLOB": b"b", "DATE": "2020-01-01",
+               "NUMERIC(6,2)": 4.25}
+    row = [samples[k] if i % 5 else None for i, k in enumerate(kinds)]
+    conn.executemany(f"INSERT INTO t VALUES ({', '.join('?' * len(kinds))})", [row] * 50)
+    conn.commit()
+    columns = [(f"c{i}", k) for i, k in enumerate(kinds)]
+    aggregate = scan_table(conn, "t", columns)
+    conn.close()
+    assert _measured(scan_table_columnar(path, "t", columns)) == aggregate
+
+
+def test_introspection_of_a_file_gives_the_aggregate_scans_types(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE a (id INTEGER PRIMARY KEY, price NUMERIC(8,2), day DATE, flag BOOLEAN);
+        INSERT INTO a VALUES (1, 3, '2020-01-01', 1), (2, 4.125, '2020-02-30', 0);
+        CREATE TABLE b (x, y TEXT);
+        INSERT INTO b VALUES (1, 'a'), ('two', 'b');
+    """)
+    conn.commit()
+    from_file = [(t.table.name, [str(c.type) for c in t.table.columns], t.coercions)
+                 for t in introspect(conn)]
+    memory = sqlite3.connect(":memory:")
+    conn.backup(memory)
+    in_memory = [(t.table.name, [str(c.type) for c in t.table.columns], t.coercions)
+                 for t in introspect(memory)]
+    assert from_file == in_memory
+    assert from_file[0][1] == ["integer", "decimal(8,3)", "text", "boolean"]

@@ -244,11 +244,11 @@ class SQLiteBackend(Backend):
 
 
 def _introspect_keeping(conn: sqlite3.Connection, fingerprint: str) -> list[SourceTable]:
-    """Introspect, keeping the columns the type scan read for the loads that follow (tables
-    too large to keep are streamed later, as always)."""
+    """Introspect, keeping the tables the type scan read for the loads that follow (tables too
+    large to keep are streamed later, as always)."""
     sources = introspect(conn, read_ahead=True)
     for source in sources:
-        if source.read_ahead and fits(source.table):
+        if source.read_ahead:
             names = list(source.read_ahead)
             SOURCES.keep(table_key(fingerprint, source.table), CachedRows(
                 pa.table([source.read_ahead[n] for n in names], names=names),

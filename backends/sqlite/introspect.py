@@ -22,9 +22,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from polysql.backends._common.fingerprint import ALGORITHM, file_digest
-from polysql.backends.sqlite.introspect_arrow import from_scan
-from polysql.backends.sqlite.types import list_tables, resolve_column, scan_table
-from polysql.backends.sqlite.types_arrow import scan_table_columnar
+from polysql.backends.sqlite.introspect_arrow import complete_table, from_scan
+from polysql.backends.sqlite.introspect_cache import fits
+from polysql.backends.sqlite.types import ColumnStats, list_tables, resolve_column, scan_table
+from polysql.backends.sqlite.types_arrow import ColumnarScan, scan_table_columnar
 from polysql.core.schema import Coercion, Column, ForeignKey, Index, Table
 
 
@@ -49,10 +50,7 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
     info = [row for row in info if row[4] != 1]
     declared = [(row[0], row[1] or "") for row in info]
     scanned = scan_table_columnar(Path(path), name, declared) if path is not None else None
-    if scanned is not None:
-        row_count, stats = scanned.rows, scanned.stats
-    else:
-        row_count, stats = scan_table(conn, name, declared)
+    row_count, stats = _measure(conn, name, declared, scanned)
     columns: list[Column] = []
     coercions: list[Coercion] = []
     for (col_name, declared, notnull, _pk, _hidden), col_stats in zip(info, stats, strict=True):
@@ -66,12 +64,40 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
         Table(name, columns, primary_key=primary_key, foreign_keys=_foreign_keys(conn, name),
               row_count=row_count, indexes=indexes),
         coercions + skipped)
-    if read_ahead and scanned is not None:
-        for index, (column, column_stats) in enumerate(zip(columns, stats, strict=True)):
-            values = from_scan(scanned.values.column(index), column, column_stats)
-            if values is not None:
-                source.read_ahead[column.name] = values
+    if read_ahead and scanned is not None and path is not None and fits(source.table):
+        source.read_ahead = _read_ahead(Path(path), source.table, scanned, stats)
     return source
+
+
+def _measure(conn: sqlite3.Connection, name: str, declared: list[tuple[str, str]],
+             scanned: ColumnarScan | None) -> tuple[int, list[ColumnStats]]:
+    """Row count and stats: the columnar scan's, with the columns it could not measure (or the
+    whole table, without it) measured by the aggregate scan."""
+    if scanned is None:
+        return scan_table(conn, name, declared)
+    apart = [i for i, stats in enumerate(scanned.stats) if stats is None]
+    measured = dict(zip(apart, scan_table(conn, name, [declared[i] for i in apart])[1],
+                        strict=True)) if apart else {}
+    return scanned.rows, [measured[i] if stats is None else stats
+                          for i, stats in enumerate(scanned.stats)]
+
+
+def _read_ahead(path: Path, table: Table, scanned: ColumnarScan,
+                stats: list[ColumnStats]) -> dict[str, pa.ChunkedArray]:
+    """The table's columns in their logical form: those the scan's read holds as they are, the
+    rest read now, on this scan thread, so tables are read side by side (only the scanned
+    columns when the rest need the row reader's care)."""
+    known: dict[str, pa.ChunkedArray] = {}
+    for index, (column, column_stats) in enumerate(zip(table.columns, stats, strict=True)):
+        if scanned.stats[index] is None:  # measured apart: its values here may be converted
+            continue
+        values = from_scan(scanned.values.column(index), column, column_stats)
+        if values is not None:
+            known[column.name] = values
+    if not known or len(known) == len(table.columns):
+        return known
+    whole = complete_table(path, table, known)
+    return known if whole is None else dict(zip(whole.column_names, whole.columns, strict=True))
 
 
 def _indexes(conn: sqlite3.Connection, table: str) -> tuple[list[Index], list[Coercion]]:

@@ -14,7 +14,8 @@ The answer is exactly the aggregate scan's or nothing:
   itself, over just those distinct values, with the aggregate scan's own expression; the largest
   and smallest number are printed by SQLite too.
 
-Anything else answers None and the caller runs the aggregate scan.
+Any other column is answered None, for the caller to measure with the aggregate scan; a table
+the driver cannot read at all is answered None as a whole.
 """
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ try:  # optional at run time: without it every table takes the aggregate scan
 except ImportError:  # pragma: no cover - the wheel is a declared dependency
     adbc_sqlite = None
 
-# Storage-class codes, three bits per column, packed into one integer per row. _WIDE marks an
-# integer beyond 2^53, which a column read as doubles could not hold exactly.
-_CODE_BITS = 3
+# Storage classes as the first letter of typeof() -- integer, real, text, blob, null -- seven
+# bits per column, nine columns packed into one integer per row: one function call per value.
+_CODE_BITS = 7
 _COLUMNS_PER_CODE = 63 // _CODE_BITS
-_INTEGER, _REAL, _TEXT, _BLOB, _WIDE = 1, 2, 3, 4, 5
+_INTEGER, _REAL, _TEXT, _BLOB = 1, 2, 3, 4
+_CLASS_OF_LETTER = np.zeros(1 << _CODE_BITS, np.int64)
+for _letter, _class in (("i", _INTEGER), ("r", _REAL), ("t", _TEXT), ("b", _BLOB)):
+    _CLASS_OF_LETTER[ord(_letter)] = _class
 _EXACT_FLOAT_INT = 2**53
 # Declared families whose integers and reals are read together as doubles: NUMERIC affinity
 # keeps 12 as an integer beside 12.5, and an undeclared column keeps whatever it was given. (The
@@ -65,7 +69,9 @@ class ColumnarScan:
     """A table measured from one columnar read, and the values that read brought."""
 
     rows: int
-    stats: list[ColumnStats]
+    # None: a column this read cannot measure exactly (mixed classes, text that is not UTF-8...);
+    # the caller measures it with the aggregate scan, and its values here are not to be used
+    stats: list[ColumnStats | None]
     values: pa.Table  # the stored values, one column per table column (see _select_expression)
 
 
@@ -84,20 +90,12 @@ def _select_expression(name: str, declared: Declared, *, as_doubles: bool) -> st
     return col
 
 
-def _class_code(name: str) -> str:
-    col = quote_ident(name)
-    return (f"CASE typeof({col}) WHEN 'integer' THEN CASE WHEN {col} BETWEEN "
-            f"-{_EXACT_FLOAT_INT} AND {_EXACT_FLOAT_INT} THEN {_INTEGER} ELSE {_WIDE} END "
-            f"WHEN 'real' THEN {_REAL} WHEN 'text' THEN {_TEXT} WHEN 'blob' THEN {_BLOB} "
-            f"ELSE 0 END")
-
-
 def _class_code_columns(columns: list[str]) -> list[str]:
     """SELECT expressions packing every column's storage class, _COLUMNS_PER_CODE per integer
     (each shift parenthesised: SQLite's << and | share one precedence level)."""
     expressions = []
     for start in range(0, len(columns), _COLUMNS_PER_CODE):
-        parts = [f"(({_class_code(name)}) << {offset * _CODE_BITS})"
+        parts = [f"(unicode(typeof({quote_ident(name)})) << {offset * _CODE_BITS})"
                  for offset, name in enumerate(columns[start:start + _COLUMNS_PER_CODE])]
         expressions.append(" | ".join(parts))
     return expressions
@@ -106,7 +104,8 @@ def _class_code_columns(columns: list[str]) -> list[str]:
 def _column_codes(codes: list[np.ndarray], index: int) -> np.ndarray:
     """The storage-class code of every row of ``index``'s column."""
     packed = codes[index // _COLUMNS_PER_CODE]
-    return (packed >> ((index % _COLUMNS_PER_CODE) * _CODE_BITS)) & 7
+    letters = (packed >> ((index % _COLUMNS_PER_CODE) * _CODE_BITS)) & ((1 << _CODE_BITS) - 1)
+    return _CLASS_OF_LETTER[letters]
 
 
 def _ten_bytes(text: pa.Array) -> np.ndarray:
@@ -195,6 +194,15 @@ def _text_stats(values: pa.ChunkedArray, family: str | None) -> dict[str, int]:
     return measured
 
 
+def _beyond_exact_doubles(values: pa.ChunkedArray, integer_rows: np.ndarray) -> bool:
+    """Whether an integer read as a double may have been rounded: every integer up to 2^53
+    becomes exactly itself, and anything larger becomes a double of at least 2^53 (2^53 + 1
+    rounds to 2^53, so 2^53 itself is doubted too)."""
+    doubles = values.to_numpy(zero_copy_only=False)  # nulls are NaN, never counted below
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(integer_rows & (np.abs(doubles) >= _EXACT_FLOAT_INT)))
+
+
 def _number_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.ndarray,
                   family: str | None, declared: Declared) -> dict[str, int]:
     integer_rows, real_rows = codes == _INTEGER, codes == _REAL
@@ -204,6 +212,8 @@ def _number_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.
             raise _NotExact("reals read as integers")
     elif values.type != pa.float64():
         raise _NotExact("numbers converted by the driver")
+    elif integers and _beyond_exact_doubles(values, integer_rows):
+        raise _NotExact("an integer beyond 2^53 read as a double")
     measured = {"integers": integers, "reals": reals}
     if family == "boolean":
         integer_values = values.filter(pa.array(integer_rows))
@@ -225,11 +235,7 @@ def _number_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.
 
 def _column_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.ndarray,
                   declared: Declared) -> ColumnStats:
-    if values.type == pa.int64():  # read as integers: any 64-bit integer arrives exactly
-        codes = np.where(codes == _WIDE, _INTEGER, codes)
-    counts = np.bincount(codes, minlength=8)
-    if counts[_WIDE]:
-        raise _NotExact("an integer beyond 2^53")
+    counts = np.bincount(codes, minlength=_BLOB + 1)
     numbers = int(counts[_INTEGER] + counts[_REAL])
     texts, blobs = int(counts[_TEXT]), int(counts[_BLOB])
     if sum(1 for n in (numbers, texts, blobs) if n) > 1:
@@ -265,8 +271,8 @@ def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *
 def scan_table_columnar(path: Path, table: str,
                         columns: list[tuple[str, str]]) -> ColumnarScan | None:
     """Row count and per-column stats of ``table`` in the SQLite file at ``path``
-    (``columns``: name, declared type), equal to the aggregate scan's; None when they could not
-    be measured exactly this way."""
+    (``columns``: name, declared type), each equal to the aggregate scan's or None where it could
+    not be measured exactly this way; None when the table could not be read this way at all."""
     if adbc_sqlite is None or not columns:
         return None
     names = [name for name, _ in columns]
@@ -285,11 +291,14 @@ def scan_table_columnar(path: Path, table: str,
         codes.append(column.fill_null(0).to_numpy().astype(np.int64) if rows
                      else np.zeros(0, np.int64))
     probe = sqlite3.connect(":memory:")
+    stats: list[ColumnStats | None] = []
     try:
-        stats = [_column_stats(probe, fetched.column(index), _column_codes(codes, index), dec)
-                 for index, dec in enumerate(declared)]
-    except (_NotExact, pa.ArrowException):
-        return None
+        for index, dec in enumerate(declared):
+            try:
+                stats.append(_column_stats(probe, fetched.column(index),
+                                           _column_codes(codes, index), dec))
+            except (_NotExact, pa.ArrowException):
+                stats.append(None)
     finally:
         probe.close()
     return ColumnarScan(rows, stats, fetched.select(list(range(len(names)))))

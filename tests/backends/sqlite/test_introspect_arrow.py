@@ -157,16 +157,43 @@ def test_the_fast_reader_steps_aside_where_values_need_care(tmp_path: Path, case
     assert fast is None or fast.to_pylist() == _row_reader(path)[0].to_pylist()
 
 
-def test_a_load_takes_the_columns_the_type_scan_read(tmp_path: Path) -> None:
-    """Guards the single read: after a load's type scan, every column that needs no SQL of its
-    own is already kept, and the decimal (printed by SQLite) is left for the row read."""
-    path = _make(tmp_path / "src.sqlite", _one_class_per_column)
+def _clean_and_careful(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE t (i INTEGER, s TEXT)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(1, "a"), (2, b"\xff\xfe"), (3, None)])
+
+
+def _kept_after_scan(path: Path) -> tuple[Table, Any]:
     SOURCES.clear()
     with polysql.connect(f"sqlite:///{path}") as source:
-        (table,) = source.tables() if source.fingerprint() else []
-        kept = SOURCES.rows(table_key(source.fingerprint(), table))
+        fingerprint = source.fingerprint()  # as a load asks first
+        (table,) = source.tables()
+        return table, SOURCES.rows(table_key(fingerprint, table))
+
+
+def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path) -> None:
+    """Guards the single read: after a load's type scan the whole table is kept -- the columns
+    the scan read as they are, the decimal (printed by SQLite) read beside it on the scan's
+    thread -- and it is what the row reader reads."""
+    path = _make(tmp_path / "src.sqlite", _one_class_per_column)
+    table, kept = _kept_after_scan(path)
+    assert kept is not None and kept.complete
+    assert kept.data.column_names == [c.name for c in table.columns]
+    assert kept.data.to_pylist() == _row_reader(path)[0].to_pylist()
+
+
+def test_columns_that_need_care_are_left_to_the_row_read(tmp_path: Path) -> None:
+    path = _make(tmp_path / "src.sqlite", _clean_and_careful)
+    table, kept = _kept_after_scan(path)
     assert kept is not None and not kept.complete
-    assert kept.data.column_names == [c.name for c in table.columns if c.name != "d"]
+    assert kept.data.column_names == ["i"]
+    with polysql.connect(f"sqlite:///{path}") as source:
+        source.fingerprint()
+        (table,) = source.tables()
+        got = pa.Table.from_batches(list(source.read_table(table)))
+        repaired = source.coercions()
+    expected, expected_coercions = _row_reader(path)
+    assert got.to_pylist() == expected.to_pylist()
+    assert [c for c in repaired if c in expected_coercions] == expected_coercions
 
 
 def test_a_changed_source_is_read_again(tmp_path: Path) -> None:

@@ -6,23 +6,22 @@ filled from the spool with one LOAD DATA LOCAL INFILE -- or, where the server re
 multi-row INSERTs of a few megabytes each (:mod:`.load_infile`). SQLite does not enforce keys the
 way MySQL does (NULL keys; and under a case- or accent-insensitive collation 'a' and 'A' are one
 key), so when the rows violate the key the table is rebuilt without it and the report says why --
-rows are never dropped. Foreign keys are added last, each only after a query has shown every
-child row has its parent.
+rows are never dropped. Foreign keys are added last (:mod:`.load_keys`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pymysql
 
 from polysql.backends.mysql.load_infile import Loading, load_file
-from polysql.backends.mysql.load_spool import InsertSpool, Spool, spool_table
+from polysql.backends.mysql.load_spool import InsertSpool, Spool, SpoolCancelled, spool_table
 from polysql.backends.mysql.setup import quote_ident
 from polysql.backends.mysql.types import MAX_KEY_BYTES, ColumnStats, Physical, physical_type
 from polysql.core.errors import LoadError
@@ -54,6 +53,10 @@ class TablePlan:
     physical: list[Physical] = field(default_factory=list)
     primary_key: bool = False  # created with its primary key
     rows: int = 0
+    # Integer columns on either side of a single-column foreign key: their values are kept as
+    # the table is spooled, so the load checks for orphans without asking the server.
+    kept: set[str] = field(default_factory=set)
+    key_values: dict[str, pa.ChunkedArray] = field(default_factory=dict)
 
     def target(self, column: str) -> str:
         return self.columns[column]
@@ -79,7 +82,23 @@ def plan_tables(tables: list[Table], mode: NameMode) -> list[TablePlan]:
             parent = by_source.get(fk.ref_table)
             if parent is not None:
                 parent.keyed.update(referenced_columns(fk, parent.source))
+                _keep_integer_keys(plan, fk, parent)
     return plans
+
+
+def _kind(table: Table, column: str) -> str | None:
+    return next((c.type.kind for c in table.columns if c.name == column), None)
+
+
+def _keep_integer_keys(child: TablePlan, fk: ForeignKey, parent: TablePlan) -> None:
+    """Mark a single-column integer foreign key's columns to keep while spooling: integers
+    compare the same in the server and in Arrow, whatever the collation."""
+    ref_columns = referenced_columns(fk, parent.source)
+    if len(fk.columns) != 1 or len(ref_columns) != 1:
+        return
+    if _kind(child.source, fk.columns[0]) == "integer" == _kind(parent.source, ref_columns[0]):
+        child.kept.add(fk.columns[0])
+        parent.kept.add(ref_columns[0])
 
 
 def referenced_columns(fk: ForeignKey, parent: Table) -> tuple[str, ...]:
@@ -89,11 +108,11 @@ def referenced_columns(fk: ForeignKey, parent: Table) -> tuple[str, ...]:
     return fk.ref_columns
 
 
-def _table_ref(database: str, name: str) -> str:
+def table_ref(database: str, name: str) -> str:
     return f"{quote_ident(database)}.{quote_ident(name)}"
 
 
-def _key_list(plan: TablePlan, columns: tuple[str, ...]) -> str:
+def key_list(plan: TablePlan, columns: tuple[str, ...]) -> str:
     return ", ".join(quote_ident(plan.target(c)) for c in columns)
 
 
@@ -102,8 +121,8 @@ def create_table_sql(database: str, plan: TablePlan, collation: str, *,
     parts = [f"{quote_ident(plan.target(c.name))} {p.sql}{'' if null else ' NOT NULL'}"
              for c, p, null in zip(plan.source.columns, plan.physical, nullable, strict=True)]
     if with_primary_key:
-        parts.append(f"PRIMARY KEY ({_key_list(plan, plan.source.primary_key)})")
-    return (f"CREATE TABLE {_table_ref(database, plan.name)} ({', '.join(parts)}) "
+        parts.append(f"PRIMARY KEY ({key_list(plan, plan.source.primary_key)})")
+    return (f"CREATE TABLE {table_ref(database, plan.name)} ({', '.join(parts)}) "
             f"ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}")
 
 
@@ -127,7 +146,7 @@ def key_problem(plan: TablePlan, columns: tuple[str, ...], what: str) -> str | N
 
 def insert_rows(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
                 spool: InsertSpool) -> int:
-    prefix = f"INSERT INTO {_table_ref(database, plan.name)} VALUES ".encode()
+    prefix = f"INSERT INTO {table_ref(database, plan.name)} VALUES ".encode()
     with conn.cursor() as cur:
         for body in spool.bodies():
             cur.execute(prefix + body)
@@ -140,15 +159,15 @@ def fill_rows(conn: pymysql.connections.Connection, database: str, plan: TablePl
     if isinstance(spool, InsertSpool):
         return insert_rows(conn, database, plan, spool)
     columns = [plan.target(c.name) for c in plan.source.columns]
-    return load_file(conn, _table_ref(database, plan.name), columns,
+    return load_file(conn, table_ref(database, plan.name), columns,
                      [c.type.kind for c in plan.source.columns], spool)
 
 
-def _key_list_plain(plan: TablePlan, columns: tuple[str, ...]) -> str:
+def key_list_plain(plan: TablePlan, columns: tuple[str, ...]) -> str:
     return ", ".join(plan.columns.get(c, c) for c in columns)
 
 
-def _scalar(conn: pymysql.connections.Connection, sql: str) -> int:
+def scalar(conn: pymysql.connections.Connection, sql: str) -> int:
     with conn.cursor() as cur:
         cur.execute(sql)
         row = cur.fetchone()
@@ -157,12 +176,12 @@ def _scalar(conn: pymysql.connections.Connection, sql: str) -> int:
 
 def _key_violations(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
                     collation: str) -> Coercion:
-    table = _table_ref(database, plan.name)
-    keys = _key_list(plan, plan.source.primary_key)
+    table = table_ref(database, plan.name)
+    keys = key_list(plan, plan.source.primary_key)
     any_null = " OR ".join(f"{quote_ident(plan.target(c))} IS NULL"
                            for c in plan.source.primary_key)
-    nulls = _scalar(conn, f"SELECT count(*) FROM {table} WHERE {any_null}")
-    shared = _scalar(conn, f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {table} "
+    nulls = scalar(conn, f"SELECT count(*) FROM {table} WHERE {any_null}")
+    shared = scalar(conn, f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {table} "
                            f"WHERE NOT ({any_null}) GROUP BY {keys} HAVING count(*) > 1) AS d")
     return Coercion(plan.name, ", ".join(plan.target(c) for c in plan.source.primary_key), (
         f"primary key not created: {nulls} rows have a NULL key and {shared} rows share a key "
@@ -172,54 +191,103 @@ def _key_violations(conn: pymysql.connections.Connection, database: str, plan: T
 
 
 def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source: Backend,
-                collation: str) -> list[Coercion]:
-    """Create and fill every table; the coercions their load implies.
+                collation: str, *, lanes: int = 1) -> list[Coercion]:
+    """Create and fill every table; the coercions their load implies, in the plans' order.
 
-    While the server loads one table, a worker thread reads and spools the next: the server's
-    work and the source's reading overlap instead of taking turns. At most two spools exist at
-    a time.
+    Tables go largest first to up to ``lanes`` loader connections at once; each lane reads and
+    spools its next table, then has the server load it, so one lane's reading overlaps another's
+    loading and the server fills several tables on several cores. Should one table fail (or the
+    caller be interrupted), no lane starts another, the statements still running are killed on
+    the server, and the first failure is raised.
     """
-    coercions: list[Coercion] = []
+    order = sorted(range(len(plans)), key=lambda i: -(plans[i].source.row_count or 0))
+    lanes = max(1, min(lanes, len(plans)))
     cancelled = threading.Event()
+    pending = list(reversed(order))  # popped from the end: largest first
+    guard = threading.Lock()
+    connections = [loading.conn]
+    results: dict[int, list[Coercion]] = {}
 
-    def spool(plan: TablePlan) -> tuple[list[ColumnStats], Spool]:
-        return spool_table(source, plan.source, infile=loading.infile, cancelled=cancelled)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polysql-spool") as worker:
-        ahead: Future[tuple[list[ColumnStats], Spool]] | None = \
-            worker.submit(spool, plans[0]) if plans else None
+    def fill(conn: pymysql.connections.Connection, index: int) -> None:
+        plan = plans[index]
         try:
-            for index, plan in enumerate(plans):
-                assert ahead is not None
-                spooled = ahead.result()
-                ahead = worker.submit(spool, plans[index + 1]) if index + 1 < len(plans) \
-                    else None
-                try:
-                    coercions.extend(copy_table(loading, database, plan, spooled, collation))
-                except pymysql.err.MySQLError as exc:
-                    raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
-                                    f"{exc}") from exc
+            spooled = spool_table(source, plan.source, infile=loading.infile,
+                                  cancelled=cancelled, keep=plan.kept, kept=plan.key_values)
+        except SpoolCancelled:
+            return  # another lane failed; its error is the one raised
+        try:
+            results[index] = copy_table(loading, conn, database, plan, spooled, collation)
+        except pymysql.err.MySQLError as exc:
+            if cancelled.is_set():
+                return  # killed because another lane failed
+            raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
+                            f"{exc}") from exc
+
+    def lane(conn: pymysql.connections.Connection) -> None:
+        try:
+            while not cancelled.is_set():
+                with guard:
+                    if not pending:
+                        return
+                    index = pending.pop()
+                fill(conn, index)
+        except BaseException:
+            cancelled.set()  # the other lanes start no further table
+            raise
+
+    if lanes > 1 and loading.open_more is not None:
+        connections += [loading.open_more() for _ in range(lanes - 1)]
+    pool = ThreadPoolExecutor(max_workers=len(connections), thread_name_prefix="polysql-fill")
+    try:
+        futures = [pool.submit(lane, conn) for conn in connections]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:
+            if future.done() and future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
+        for future in futures:
+            future.result()
+        if cancelled.is_set() or len(results) != len(plans):
+            raise LoadError("the load stopped before every table was filled")
+    except BaseException:
+        cancelled.set()
+        _kill_running(loading, connections)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        for conn in connections[1:]:
+            conn.close()
+    if not loading.infile:
+        loading.inserted_rows += sum(plan.rows for plan in plans)
+    return [coercion for index in range(len(plans)) for coercion in results[index]]
+
+
+def _kill_running(loading: Loading, connections: list[pymysql.connections.Connection]) -> None:
+    """Stop on the server whatever the loader connections are running; never raising."""
+    if loading.open_more is None:
+        return
+    with contextlib.suppress(Exception):
+        killer = loading.open_more()
+        try:
+            with killer.cursor() as cur:
+                for conn in connections:
+                    with contextlib.suppress(pymysql.err.MySQLError):
+                        cur.execute(f"KILL QUERY {int(conn.thread_id())}")
         finally:
-            if ahead is not None:  # the load failed: stop the next spool and remove it
-                cancelled.set()
-                with contextlib.suppress(Exception):
-                    ahead.result()[1].close()
-    return coercions
+            killer.close()
 
 
-def copy_table(loading: Loading, database: str, plan: TablePlan,
-               spooled: tuple[list[ColumnStats], Spool], collation: str) -> list[Coercion]:
-    """Create and fill one table from its spool (closed here); the coercions its load
-    implies."""
+def copy_table(loading: Loading, conn: pymysql.connections.Connection, database: str,
+               plan: TablePlan, spooled: tuple[list[ColumnStats], Spool],
+               collation: str) -> list[Coercion]:
+    """Create and fill one table on ``conn`` from its spool (closed here); the coercions its
+    load implies."""
     table = plan.source
     coercions: list[Coercion] = []
     stats, spool = spooled
     try:
-        _create_and_fill(loading.conn, database, plan, spool, stats, collation, coercions)
+        _create_and_fill(conn, database, plan, spool, stats, collation, coercions)
     finally:
         spool.close()
-    if not loading.infile:
-        loading.inserted_rows += plan.rows
     if table.row_count is not None and plan.rows != table.row_count:
         raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows but "
                         f"{plan.rows} arrived")
@@ -244,9 +312,9 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
                 "DOUBLE; loaded as NULL", column_stats.non_finite))
     problem = key_problem(plan, table.primary_key, "primary key") if table.primary_key else None
     if problem:
-        coercions.append(Coercion(plan.name, _key_list_plain(plan, table.primary_key), problem))
+        coercions.append(Coercion(plan.name, key_list_plain(plan, table.primary_key), problem))
     plan.primary_key = bool(table.primary_key) and problem is None
-    ref = _table_ref(database, plan.name)
+    ref = table_ref(database, plan.name)
     with conn.cursor() as cur:
         cur.execute(create_table_sql(database, plan, collation, nullable=nullable,
                                      with_primary_key=plan.primary_key))
@@ -263,95 +331,3 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
                                          with_primary_key=False))
         plan.rows = fill_rows(conn, database, plan, spool)
         coercions.append(_key_violations(conn, database, plan, collation))
-
-
-def _orphans(conn: pymysql.connections.Connection, database: str, child: TablePlan,
-             parent: TablePlan, fk: ForeignKey, ref_columns: tuple[str, ...]) -> int:
-    """Child rows (all key columns set, as MySQL's MATCH SIMPLE checks) with no parent row."""
-    pairs = list(zip(fk.columns, ref_columns, strict=True))
-    present = " AND ".join(f"c.{quote_ident(child.target(a))} IS NOT NULL" for a, _ in pairs)
-    match = " AND ".join(f"p.{quote_ident(parent.target(b))} = c.{quote_ident(child.target(a))}"
-                         for a, b in pairs)
-    return _scalar(conn, f"SELECT count(*) FROM {_table_ref(database, child.name)} AS c WHERE "
-                         f"{present} AND NOT EXISTS (SELECT 1 FROM "
-                         f"{_table_ref(database, parent.name)} AS p WHERE {match})")
-
-
-def _family(physical: Physical) -> str:
-    # VARCHAR/VARBINARY lengths may differ between the two sides of a foreign key.
-    return physical.sql.split("(")[0] if physical.sql.startswith(("VARCHAR", "VARBINARY")) \
-        else physical.sql
-
-
-def _type_mismatch(child: TablePlan, columns: tuple[str, ...], parent: TablePlan,
-                   ref_columns: tuple[str, ...]) -> str | None:
-    child_index = {c.name: i for i, c in enumerate(child.source.columns)}
-    parent_index = {c.name: i for i, c in enumerate(parent.source.columns)}
-    for a, b in zip(columns, ref_columns, strict=True):
-        mine, theirs = child.physical[child_index[a]], parent.physical[parent_index[b]]
-        if _family(mine) != _family(theirs):
-            return (f"column {a} is {mine.sql} but the referenced column {b} is {theirs.sql}; "
-                    f"InnoDB requires matching types")
-    return None
-
-
-def _constraint_name(plan: TablePlan, number: int) -> str:
-    digest = hashlib.sha256(plan.name.encode("utf-8")).hexdigest()[:12]
-    return f"fk_{digest}_{number}"
-
-
-def add_foreign_keys(conn: pymysql.connections.Connection, database: str,
-                     plans: list[TablePlan]) -> list[Coercion]:
-    by_source = {p.source.name: p for p in plans}
-    coercions: list[Coercion] = []
-    for plan in plans:
-        for number, fk in enumerate(plan.source.foreign_keys, start=1):
-            reason = _foreign_key(conn, database, plan, by_source, fk, number)
-            if reason is not None:
-                coercions.append(Coercion(plan.name, _key_list_plain(plan, fk.columns), reason))
-    return coercions
-
-
-def _foreign_key(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
-                 by_source: dict[str, TablePlan], fk: ForeignKey, number: int) -> str | None:
-    """Add one foreign key; the reason it was skipped, or None."""
-    described = f"foreign key ({', '.join(fk.columns)}) -> {fk.ref_table}"
-    parent = by_source.get(fk.ref_table)
-    if parent is None:
-        return f"{described} not created: the source has no table {fk.ref_table!r}"
-    ref_columns = referenced_columns(fk, parent.source)
-    if len(ref_columns) != len(fk.columns):
-        return f"{described} not created: it names {len(ref_columns)} parent columns for " \
-               f"{len(fk.columns)} child columns"
-    problem = key_problem(plan, fk.columns, described) or key_problem(
-        parent, ref_columns, f"{described} (referenced columns)")
-    if problem:
-        return problem
-    mismatch = _type_mismatch(plan, fk.columns, parent, ref_columns)
-    if mismatch:
-        return f"{described} not created: {mismatch}"
-    orphans = _orphans(conn, database, plan, parent, fk, ref_columns)
-    if orphans:
-        return f"{described} not created: {orphans} rows reference a missing parent row"
-    parent_ref = _table_ref(database, parent.name)
-    try:
-        with conn.cursor() as cur:
-            if not (parent.primary_key and tuple(parent.source.primary_key[:len(ref_columns)])
-                    == tuple(ref_columns)):
-                # InnoDB needs an index on the referenced columns; the primary key is one.
-                cur.execute(f"ALTER TABLE {parent_ref} ADD INDEX "
-                            f"({_key_list(parent, ref_columns)})")
-            # The rows were checked above; skipping InnoDB's own re-check avoids a table copy.
-            cur.execute("SET SESSION foreign_key_checks = 0")
-            try:
-                cur.execute(
-                    f"ALTER TABLE {_table_ref(database, plan.name)} ADD CONSTRAINT "
-                    f"{quote_ident(_constraint_name(plan, number))} FOREIGN KEY "
-                    f"({_key_list(plan, fk.columns)}) REFERENCES {parent_ref} "
-                    f"({_key_list(parent, ref_columns)})")
-            finally:
-                cur.execute("SET SESSION foreign_key_checks = 1")
-    except pymysql.err.MySQLError as exc:
-        message = exc.args[1] if len(exc.args) > 1 else str(exc)
-        return f"{described} not created: MySQL refused it ({message})"
-    return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -55,6 +55,9 @@ class Loading:
     """The loader's connection and whether its tables are filled with LOAD DATA."""
 
     conn: pymysql.connections.Connection
+    # Opens one more connection like ``conn`` (same settings, LOCAL INFILE offered): tables are
+    # filled on several at once, since InnoDB takes one table's rows on one core.
+    open_more: Callable[[], pymysql.connections.Connection] | None = None
     infile: bool = True
     refusal: str | None = None  # why INSERTs are used instead
     inserted_rows: int = 0  # rows loaded with INSERTs
@@ -75,14 +78,24 @@ class Loading:
 @contextmanager
 def loader_session(login: Login, admin: pymysql.connections.Connection) -> Iterator[Loading]:
     """A connection for filling tables, with the administrator session's settings."""
-    conn = open_connection(login.without_database(), local_infile=CLIENT_LOCAL_INFILE)
+    with admin.cursor() as cur:
+        cur.execute("SELECT " + ", ".join(f"@@SESSION.{name}" for name in _SESSION))
+        values = cur.fetchone()
+
+    def open_more() -> pymysql.connections.Connection:
+        conn = open_connection(login.without_database(), local_infile=CLIENT_LOCAL_INFILE)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in _SESSION),
+                            values)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    conn = open_more()
     try:
-        with admin.cursor() as cur:
-            cur.execute("SELECT " + ", ".join(f"@@SESSION.{name}" for name in _SESSION))
-            values = cur.fetchone()
-        with conn.cursor() as cur:
-            cur.execute("SET " + ", ".join(f"SESSION {name} = %s" for name in _SESSION), values)
-        yield Loading(conn)
+        yield Loading(conn, open_more)
     finally:
         conn.close()
 

@@ -15,7 +15,7 @@ import os
 import struct
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import IO, TYPE_CHECKING
 
 import pyarrow as pa
@@ -105,13 +105,17 @@ class SpoolCancelled(Exception):
 
 
 def spool_table(source: Backend, table: Table, *, infile: bool,
-                cancelled: threading.Event | None = None) -> tuple[list[ColumnStats], Spool]:
-    """One pass over ``table``: its column statistics and its rows in the chosen form.
+                cancelled: threading.Event | None = None, keep: Collection[str] = (),
+                kept: dict[str, pa.ChunkedArray] | None = None) -> tuple[list[ColumnStats], Spool]:
+    """One pass over ``table``: its column statistics and its rows in the chosen form; the
+    values of the columns named in ``keep`` go into ``kept`` on the way.
 
     ``cancelled`` set (by another thread) stops the pass at the next batch.
     """
     kinds = [c.type.kind for c in table.columns]
     stats = [ColumnStats() for _ in table.columns]
+    keeping = {i: c.name for i, c in enumerate(table.columns) if c.name in keep}
+    pieces: dict[str, list[pa.Array]] = {name: [] for name in keeping.values()}
     spool: Spool = InfileSpool() if infile else InsertSpool()
     try:
         for batch in source.read_table(table):
@@ -120,9 +124,14 @@ def spool_table(source: Backend, table: Table, *, infile: bool,
             for index, kind in enumerate(kinds):
                 if kind in _STATS_KINDS:
                     stats[index].update(batch.column(index), kind)
+            for index, name in keeping.items():
+                pieces[name].append(batch.column(index))
             if batch.num_rows:
                 spool.add_batch(batch, kinds)
         spool.finish()
+        if kept is not None:
+            for name, arrays in pieces.items():
+                kept[name] = pa.chunked_array(arrays, type=None if arrays else pa.int64())
     except BaseException:
         spool.close()
         raise

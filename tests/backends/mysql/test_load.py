@@ -234,6 +234,30 @@ def test_violated_keys_are_dropped_with_a_reason_and_rows_kept(loader: fx.Loader
     assert schema["people"].primary_key == () and schema["visits"].foreign_keys == []
 
 
+INTEGER_KEYS = """
+CREATE TABLE owners (id INTEGER PRIMARY KEY, name TEXT);
+INSERT INTO owners VALUES (1, 'a'), (2, 'b'), (3, 'c');
+CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INTEGER REFERENCES owners(id),
+                   vet INTEGER REFERENCES owners);
+INSERT INTO pets VALUES (1, 1, 2), (2, 3, NULL), (3, 7, 1), (4, NULL, 3), (5, 9, 1), (6, 7, 3);
+"""
+
+
+def test_integer_foreign_keys_are_checked_from_the_spooled_values(loader: fx.Loader,
+                                                                  make_sqlite: Any) -> None:
+    """Orphans of a single-column integer key are counted on the client, from the values kept
+    while spooling: three rows point at owners 7 and 9; the other key holds."""
+    url, report = loader(make_sqlite(INTEGER_KEYS))
+    by_column = {(c.table, c.column): c for c in report.coercions}
+    assert by_column[("pets", "owner")].message.endswith(
+        "not created: 3 rows reference a missing parent row")
+    assert ("pets", "vet") not in by_column
+    with connect(url) as backend:
+        schema = {t.name: t for t in backend.tables()}
+    assert [(fk.columns, fk.ref_table) for fk in schema["pets"].foreign_keys] == [
+        (("vet",), "owners")]
+
+
 UNUSUAL_KEYS = """
 CREATE TABLE notes (body TEXT PRIMARY KEY, n INTEGER);
 INSERT INTO notes VALUES (printf('%.800c', 'x'), 1), ('short', 2);

@@ -1,0 +1,139 @@
+"""Foreign keys of a MySQL/MariaDB load, added once every table is filled.
+
+Each is added only after every child row is shown to have its parent -- by the server, or, for a
+single-column integer key whose values were kept while spooling, by Arrow on the client (integers
+compare alike everywhere, so no collation is involved) -- and with InnoDB's own re-check off, so no
+table is copied. A key that cannot be created is reported, never forced: every row stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pymysql
+
+from polysql.backends.mysql.load_copy import (
+    TablePlan,
+    key_list,
+    key_list_plain,
+    key_problem,
+    referenced_columns,
+    scalar,
+    table_ref,
+)
+from polysql.backends.mysql.setup import quote_ident
+from polysql.backends.mysql.types import Physical
+from polysql.core.schema import Coercion, ForeignKey
+
+
+def _kept_orphans(child: TablePlan, parent: TablePlan, fk: ForeignKey,
+                  ref_columns: tuple[str, ...]) -> int | None:
+    """Orphans counted from the kept key values (None when they were not kept)."""
+    if len(fk.columns) != 1 or len(ref_columns) != 1:
+        return None
+    values = child.key_values.get(fk.columns[0])
+    parents = parent.key_values.get(ref_columns[0])
+    if values is None or parents is None:
+        return None
+    present = values.filter(pc.is_valid(values))
+    if len(present) == 0:
+        return 0
+    known = pc.unique(parents.combine_chunks().cast(pa.int64()))
+    found = pc.is_in(present.cast(pa.int64()), value_set=known.drop_null())
+    return int(len(present) - (pc.sum(found).as_py() or 0))
+
+
+def _orphans(conn: pymysql.connections.Connection, database: str, child: TablePlan,
+             parent: TablePlan, fk: ForeignKey, ref_columns: tuple[str, ...]) -> int:
+    """Child rows (all key columns set, as MySQL's MATCH SIMPLE checks) with no parent row."""
+    pairs = list(zip(fk.columns, ref_columns, strict=True))
+    present = " AND ".join(f"c.{quote_ident(child.target(a))} IS NOT NULL" for a, _ in pairs)
+    match = " AND ".join(f"p.{quote_ident(parent.target(b))} = c.{quote_ident(child.target(a))}"
+                         for a, b in pairs)
+    return scalar(conn, f"SELECT count(*) FROM {table_ref(database, child.name)} AS c WHERE "
+                         f"{present} AND NOT EXISTS (SELECT 1 FROM "
+                         f"{table_ref(database, parent.name)} AS p WHERE {match})")
+
+
+def _family(physical: Physical) -> str:
+    # VARCHAR/VARBINARY lengths may differ between the two sides of a foreign key.
+    return physical.sql.split("(")[0] if physical.sql.startswith(("VARCHAR", "VARBINARY")) \
+        else physical.sql
+
+
+def _type_mismatch(child: TablePlan, columns: tuple[str, ...], parent: TablePlan,
+                   ref_columns: tuple[str, ...]) -> str | None:
+    child_index = {c.name: i for i, c in enumerate(child.source.columns)}
+    parent_index = {c.name: i for i, c in enumerate(parent.source.columns)}
+    for a, b in zip(columns, ref_columns, strict=True):
+        mine, theirs = child.physical[child_index[a]], parent.physical[parent_index[b]]
+        if _family(mine) != _family(theirs):
+            return (f"column {a} is {mine.sql} but the referenced column {b} is {theirs.sql}; "
+                    f"InnoDB requires matching types")
+    return None
+
+
+def _constraint_name(plan: TablePlan, number: int) -> str:
+    digest = hashlib.sha256(plan.name.encode("utf-8")).hexdigest()[:12]
+    return f"fk_{digest}_{number}"
+
+
+def add_foreign_keys(conn: pymysql.connections.Connection, database: str,
+                     plans: list[TablePlan]) -> list[Coercion]:
+    by_source = {p.source.name: p for p in plans}
+    coercions: list[Coercion] = []
+    for plan in plans:
+        for number, fk in enumerate(plan.source.foreign_keys, start=1):
+            reason = _foreign_key(conn, database, plan, by_source, fk, number)
+            if reason is not None:
+                coercions.append(Coercion(plan.name, key_list_plain(plan, fk.columns), reason))
+    return coercions
+
+
+def _foreign_key(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+                 by_source: dict[str, TablePlan], fk: ForeignKey, number: int) -> str | None:
+    """Add one foreign key; the reason it was skipped, or None."""
+    described = f"foreign key ({', '.join(fk.columns)}) -> {fk.ref_table}"
+    parent = by_source.get(fk.ref_table)
+    if parent is None:
+        return f"{described} not created: the source has no table {fk.ref_table!r}"
+    ref_columns = referenced_columns(fk, parent.source)
+    if len(ref_columns) != len(fk.columns):
+        return f"{described} not created: it names {len(ref_columns)} parent columns for " \
+               f"{len(fk.columns)} child columns"
+    problem = key_problem(plan, fk.columns, described) or key_problem(
+        parent, ref_columns, f"{described} (referenced columns)")
+    if problem:
+        return problem
+    mismatch = _type_mismatch(plan, fk.columns, parent, ref_columns)
+    if mismatch:
+        return f"{described} not created: {mismatch}"
+    orphans = _kept_orphans(plan, parent, fk, ref_columns)
+    if orphans is None:
+        orphans = _orphans(conn, database, plan, parent, fk, ref_columns)
+    if orphans:
+        return f"{described} not created: {orphans} rows reference a missing parent row"
+    parent_ref = table_ref(database, parent.name)
+    try:
+        with conn.cursor() as cur:
+            if not (parent.primary_key and tuple(parent.source.primary_key[:len(ref_columns)])
+                    == tuple(ref_columns)):
+                # InnoDB needs an index on the referenced columns; the primary key is one.
+                cur.execute(f"ALTER TABLE {parent_ref} ADD INDEX "
+                            f"({key_list(parent, ref_columns)})")
+            # The rows were checked above; skipping InnoDB's own re-check avoids a table copy.
+            cur.execute("SET SESSION foreign_key_checks = 0")
+            try:
+                cur.execute(
+                    f"ALTER TABLE {table_ref(database, plan.name)} ADD CONSTRAINT "
+                    f"{quote_ident(_constraint_name(plan, number))} FOREIGN KEY "
+                    f"({key_list(plan, fk.columns)}) REFERENCES {parent_ref} "
+                    f"({key_list(parent, ref_columns)})")
+            finally:
+                cur.execute("SET SESSION foreign_key_checks = 1")
+    except pymysql.err.MySQLError as exc:
+        message = exc.args[1] if len(exc.args) > 1 else str(exc)
+        return f"{described} not created: MySQL refused it ({message})"
+    return None

@@ -12,25 +12,20 @@ such values. This reader never passes silently over what the slow one would repo
 
 from __future__ import annotations
 
-import urllib.parse
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from polysql.backends._common.arrow import arrow_schema, arrow_type
+from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
 from polysql.backends.sqlite.types import ColumnStats, quote_ident
 from polysql.core.schema import Column, Table
 
-try:  # optional at run time: without it every table is read the row-by-row way
-    import adbc_driver_sqlite.dbapi as adbc_sqlite
-except ImportError:  # pragma: no cover - the wheel is a declared dependency
-    adbc_sqlite = None
-
 # The driver decides a column's type from its first batch; a larger first batch means a column
 # whose leading values are NULL is typed by real values more often (otherwise: the slow path).
-_BATCH_ROWS = "65536"
+_BATCH_ROWS = 65_536
 _EXACT_FLOAT_INT = 2**53
 
 # How each logical type may arrive from the SELECT before the cast to its Arrow type; ``null``
@@ -40,10 +35,6 @@ _ACCEPTED: dict[str, tuple[pa.DataType, ...]] = {
     "decimal": (pa.string(),), "text": (pa.string(),), "blob": (pa.binary(),),
     "date": (pa.string(),), "timestamp": (pa.string(),),
 }
-
-
-def _uri(path: Path) -> str:
-    return f"file:{urllib.parse.quote(str(path))}?mode=ro"
 
 
 def _column(array: pa.ChunkedArray, kind: str, target: pa.DataType) -> pa.ChunkedArray | None:
@@ -70,7 +61,7 @@ def _column(array: pa.ChunkedArray, kind: str, target: pa.DataType) -> pa.Chunke
 def read_table(path: Path, table: Table) -> pa.Table | None:
     """``table`` of the SQLite file at ``path`` as one Arrow table of its logical types, or None
     when the driver is missing or a value needs the row reader's care."""
-    if adbc_sqlite is None or not table.columns:
+    if not table.columns:
         return None
     floats = [quote_ident(c.name) for c in table.columns if c.type.kind == "float"]
     # one flag per float column: an integer a double cannot hold exactly (the slow path rounds
@@ -79,13 +70,11 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
                f"OR {col} < -{_EXACT_FLOAT_INT}))" for col in floats]
     select = ", ".join([*(select_expression(c) for c in table.columns), *inexact])
     try:
-        with adbc_sqlite.connect(_uri(path)) as conn, conn.cursor() as cursor:
-            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _BATCH_ROWS})
-            # NOT INDEXED: the table's own order, whatever columns are asked for, so columns
-            # read apart (see complete_table) line up row for row.
-            cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)} NOT INDEXED")
-            fetched = cursor.fetch_arrow_table()
-    except Exception:  # noqa: BLE001 - any driver failure (type mismatch, bad UTF-8): slow path
+        # NOT INDEXED: the table's own order, whatever columns are asked for, so columns
+        # read apart (see complete_table) line up row for row.
+        fetched = read_arrow(path, f"SELECT {select} FROM {quote_ident(table.name)} NOT INDEXED",
+                             batch_rows=_BATCH_ROWS)
+    except Exception:  # noqa: BLE001 - no driver, or any driver failure (type mismatch): slow path
         return None
     for flag in fetched.columns[len(table.columns):]:
         if pc.max(flag).as_py():

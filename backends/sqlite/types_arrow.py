@@ -21,7 +21,6 @@ the driver cannot read at all is answered None as a whole.
 from __future__ import annotations
 
 import sqlite3
-import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.types import (
     ColumnStats,
     Declared,
@@ -37,11 +37,6 @@ from polysql.backends.sqlite.types import (
     parse_declared,
     quote_ident,
 )
-
-try:  # optional at run time: without it every table takes the aggregate scan
-    import adbc_driver_sqlite.dbapi as adbc_sqlite
-except ImportError:  # pragma: no cover - the wheel is a declared dependency
-    adbc_sqlite = None
 
 # Storage classes as the first letter of typeof() -- integer, real, text, blob, null -- seven
 # bits per column, nine columns packed into one integer per row: one function call per value.
@@ -56,7 +51,7 @@ _EXACT_FLOAT_INT = 2**53
 # keeps 12 as an integer beside 12.5, and an undeclared column keeps whatever it was given. (The
 # driver types a column by its first values and refuses a real after integers.)
 _AS_DOUBLES = frozenset({"decimal", None})
-_BATCH_ROWS = "65536"
+_BATCH_ROWS = 65_536
 # ISO shapes as the aggregate scan's GLOB patterns accept them (ASCII digits only).
 _DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 _DATETIME = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-2][0-9]:[0-5][0-9]"
@@ -77,10 +72,6 @@ class ColumnarScan:
 
 class _NotExact(Exception):
     """A value this scan cannot measure exactly as the aggregate scan would."""
-
-
-def _uri(path: Path) -> str:
-    return f"file:{urllib.parse.quote(str(path))}?mode=ro"
 
 
 def _select_expression(name: str, declared: Declared, *, as_doubles: bool) -> str:
@@ -258,13 +249,11 @@ def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *
                           for n, d in zip(names, declared, strict=True)),
                         *_class_code_columns(names)])
     try:
-        with adbc_sqlite.connect(_uri(path)) as conn, conn.cursor() as cursor:
-            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _BATCH_ROWS})
-            # NOT INDEXED: the table's own order, as the row reader reads it (see
-            # introspect_arrow.complete_table)
-            cursor.execute(f"SELECT {select} FROM {quote_ident(table)} NOT INDEXED")
-            return cursor.fetch_arrow_table()
-    except Exception:  # noqa: BLE001 - any driver failure (a real after integers, ...)
+        # NOT INDEXED: the table's own order, as the row reader reads it (see
+        # introspect_arrow.complete_table)
+        return read_arrow(path, f"SELECT {select} FROM {quote_ident(table)} NOT INDEXED",
+                          batch_rows=_BATCH_ROWS)
+    except Exception:  # noqa: BLE001 - no driver, or a driver failure (a real after integers...)
         return None
 
 
@@ -273,7 +262,7 @@ def scan_table_columnar(path: Path, table: str,
     """Row count and per-column stats of ``table`` in the SQLite file at ``path``
     (``columns``: name, declared type), each equal to the aggregate scan's or None where it could
     not be measured exactly this way; None when the table could not be read this way at all."""
-    if adbc_sqlite is None or not columns:
+    if not columns:
         return None
     names = [name for name, _ in columns]
     declared = [parse_declared(d) for _, d in columns]

@@ -23,8 +23,14 @@ import pyarrow as pa
 
 from polysql.backends._common.fingerprint import ALGORITHM, file_digest
 from polysql.backends.sqlite.introspect_arrow import complete_table, from_scan
-from polysql.backends.sqlite.introspect_cache import fits
-from polysql.backends.sqlite.types import ColumnStats, list_tables, resolve_column, scan_table
+from polysql.backends.sqlite.introspect_cache import fits, fits_in_memory
+from polysql.backends.sqlite.types import (
+    ColumnStats,
+    list_tables,
+    quote_ident,
+    resolve_column,
+    scan_table,
+)
 from polysql.backends.sqlite.types_arrow import ColumnarScan, scan_table_columnar
 from polysql.core.schema import Coercion, Column, ForeignKey, Index, Table
 
@@ -49,7 +55,11 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
     info = [row for row in info if row[4] != 1]
     declared = [(row[0], row[1] or "") for row in info]
-    scanned = scan_table_columnar(Path(path), name, declared) if path is not None else None
+    scanned = None
+    if path is not None and fits_in_memory(_row_count(conn, name), len(declared)):
+        # The columnar scan holds the whole table in memory; a larger one is measured by the
+        # aggregate scan, which streams.
+        scanned = scan_table_columnar(Path(path), name, declared)
     row_count, stats = _measure(conn, name, declared, scanned)
     columns: list[Column] = []
     coercions: list[Coercion] = []
@@ -67,6 +77,11 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
     if read_ahead and scanned is not None and path is not None and fits(source.table):
         source.read_ahead = _read_ahead(Path(path), source.table, scanned, stats)
     return source
+
+
+def _row_count(conn: sqlite3.Connection, name: str) -> int:
+    (rows,) = conn.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()
+    return int(rows)
 
 
 def _measure(conn: sqlite3.Connection, name: str, declared: list[tuple[str, str]],

@@ -49,7 +49,12 @@ def table_key(fingerprint: str, table: Table) -> tuple[str, str, str]:
 
 def fits(table: Table) -> bool:
     rows = table.row_count if table.row_count is not None else 0
-    return rows * max(1, len(table.columns)) * _BYTES_PER_VALUE <= ROW_BUDGET_BYTES // 2
+    return fits_in_memory(rows, len(table.columns))
+
+
+def fits_in_memory(rows: int, columns: int) -> bool:
+    """Whether a table of this shape may be held in memory whole (half the row budget)."""
+    return rows * max(1, columns) * _BYTES_PER_VALUE <= ROW_BUDGET_BYTES // 2
 
 
 class SourceCache:

@@ -36,7 +36,8 @@ DATES = ["2020-02-29", "2021-02-29", "2021-04-31", "2021-04-30", "2021-13-01", "
          "2020-01-01 10:00:0", "2020-01-01 10:00:00.", "2020-01-01 10:00:00.12a",
          "2020-01-01 24:00:00", "2020-01-01 23:59:59", "2020-01-01 10:60:00",
          "2021-02-29 10:00:00", "2020-01-01 10:00:00Z", "2020-01-01t10:00", "２０２０-01-01",
-         "2020-1-01", " 2020-01-01", "2020-01-01 ", "x", "", None]
+         "2020-1-01", " 2020-01-01", "2020-01-01 ", "2020-01-01\n", "2020-01-01 10:00\n",
+         "2020-01-01 10:00:00.5\n", "x", "", None]
 
 CASES = {
     "dates in a DATE column": ("DATE", DATES),
@@ -149,3 +150,33 @@ def test_a_column_it_cannot_measure_is_measured_apart(tmp_path: Path) -> None:
     assert from_file == [(c.name, str(c.type)) for t in introspect(memory)
                          for c in t.table.columns]
     assert scan_table(conn, "t", columns)[1][1] == scan_table(memory, "t", columns)[1][1]
+
+
+def test_a_table_too_large_to_hold_is_measured_by_the_streaming_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columnar scan holds the whole table in memory: past the row budget, the aggregate
+    scan (which streams) measures it, with the same answer."""
+    import polysql.backends.sqlite.introspect as introspect_module
+    import polysql.backends.sqlite.introspect_cache as cache_module
+
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (a INTEGER, d DATE)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(i, f"2020-01-{i % 28 + 1:02d}")
+                                                     for i in range(1000)])
+    conn.commit()
+    expected = [(c.name, str(c.type)) for t in introspect(conn) for c in t.table.columns]
+    columnar: list[str] = []
+    original = introspect_module.scan_table_columnar
+
+    def counted(*args: object) -> object:
+        columnar.append("scan")
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(introspect_module, "scan_table_columnar", counted)
+    monkeypatch.setattr(cache_module, "ROW_BUDGET_BYTES", 1000 * 2 * 16)  # twice too small
+    assert [(c.name, str(c.type)) for t in introspect(conn) for c in t.table.columns] == expected
+    assert columnar == []
+    monkeypatch.setattr(cache_module, "ROW_BUDGET_BYTES", 1000 * 2 * 16 * 2)
+    introspect(conn)
+    assert columnar == ["scan"]

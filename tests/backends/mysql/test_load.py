@@ -238,24 +238,25 @@ INTEGER_KEYS = """
 CREATE TABLE owners (id INTEGER PRIMARY KEY, name TEXT);
 INSERT INTO owners VALUES (1, 'a'), (2, 'b'), (3, 'c');
 CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INTEGER REFERENCES owners(id),
-                   vet INTEGER REFERENCES owners);
-INSERT INTO pets VALUES (1, 1, 2), (2, 3, NULL), (3, 7, 1), (4, NULL, 3), (5, 9, 1), (6, 7, 3);
+                   vet INTEGER REFERENCES owners, sitter INTEGER REFERENCES owners(id));
+INSERT INTO pets VALUES (1, 1, 2, 1), (2, 3, NULL, 2), (3, 7, 1, NULL), (4, NULL, 3, 3),
+                        (5, 9, 1, 1), (6, 7, 3, 2);
 """
 
 
 def test_integer_foreign_keys_are_checked_from_the_spooled_values(loader: fx.Loader,
                                                                   make_sqlite: Any) -> None:
     """Orphans of a single-column integer key are counted on the client, from the values kept
-    while spooling: three rows point at owners 7 and 9; the other key holds."""
+    while spooling: three rows point at owners 7 and 9; the other two keys hold."""
     url, report = loader(make_sqlite(INTEGER_KEYS))
     by_column = {(c.table, c.column): c for c in report.coercions}
     assert by_column[("pets", "owner")].message.endswith(
         "not created: 3 rows reference a missing parent row")
-    assert ("pets", "vet") not in by_column
+    assert ("pets", "vet") not in by_column and ("pets", "sitter") not in by_column
     with connect(url) as backend:
         schema = {t.name: t for t in backend.tables()}
-    assert [(fk.columns, fk.ref_table) for fk in schema["pets"].foreign_keys] == [
-        (("vet",), "owners")]
+    assert sorted((fk.columns, fk.ref_table) for fk in schema["pets"].foreign_keys) == [
+        (("sitter",), "owners"), (("vet",), "owners")]
 
 
 UNUSUAL_KEYS = """

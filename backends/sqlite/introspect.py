@@ -55,12 +55,14 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
     info = [row for row in info if row[4] != 1]
     declared = [(row[0], row[1] or "") for row in info]
-    scanned = None
-    if path is not None and fits_in_memory(_row_count(conn, name), len(declared)):
-        # The columnar scan holds the whole table in memory; a larger one is measured by the
-        # aggregate scan, which streams.
-        scanned = scan_table_columnar(Path(path), name, declared)
-    row_count, stats = _measure(conn, name, declared, scanned)
+    scanned, counted = None, None
+    if path is not None:
+        counted = _row_count(conn, name)
+        if fits_in_memory(counted, len(declared)):
+            # The columnar scan holds the whole table in memory; a larger one is measured by
+            # the aggregate scan, which streams.
+            scanned = scan_table_columnar(Path(path), name, declared)
+    row_count, stats = _measure(conn, name, declared, scanned, counted)
     columns: list[Column] = []
     coercions: list[Coercion] = []
     for (col_name, declared, notnull, _pk, _hidden), col_stats in zip(info, stats, strict=True):
@@ -85,14 +87,14 @@ def _row_count(conn: sqlite3.Connection, name: str) -> int:
 
 
 def _measure(conn: sqlite3.Connection, name: str, declared: list[tuple[str, str]],
-             scanned: ColumnarScan | None) -> tuple[int, list[ColumnStats]]:
+             scanned: ColumnarScan | None, rows: int | None) -> tuple[int, list[ColumnStats]]:
     """Row count and stats: the columnar scan's, with the columns it could not measure (or the
-    whole table, without it) measured by the aggregate scan."""
+    whole table, without it) measured by the aggregate scan. ``rows``: counted already."""
     if scanned is None:
-        return scan_table(conn, name, declared)
+        return scan_table(conn, name, declared, rows=rows)
     apart = [i for i, stats in enumerate(scanned.stats) if stats is None]
-    measured = dict(zip(apart, scan_table(conn, name, [declared[i] for i in apart])[1],
-                        strict=True)) if apart else {}
+    measured = dict(zip(apart, scan_table(conn, name, [declared[i] for i in apart],
+                                          rows=scanned.rows)[1], strict=True)) if apart else {}
     return scanned.rows, [measured[i] if stats is None else stats
                           for i, stats in enumerate(scanned.stats)]
 

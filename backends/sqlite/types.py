@@ -229,14 +229,16 @@ def _aggregate(conn: sqlite3.Connection, table: str, expressions: list[str]) -> 
                  .fetchone())
 
 
-def scan_table(conn: sqlite3.Connection, table: str,
-               columns: list[tuple[str, str]]) -> tuple[int, list[ColumnStats]]:
-    """Row count and per-column stats of ``table`` (``columns``: name, declared type).
+def scan_table(conn: sqlite3.Connection, table: str, columns: list[tuple[str, str]], *,
+               rows: int | None = None) -> tuple[int, list[ColumnStats]]:
+    """Row count and per-column stats of ``table`` (``columns``: name, declared type;
+    ``rows``: the row count, when the caller has counted already).
 
     One pass measures everything except the date shapes of numeric and blob columns; a second
     pass over just those columns runs only when some of them turn out to hold text.
     """
-    rows = int(_aggregate(conn, table, ["count(*)"])[0])
+    if rows is None:
+        rows = int(_aggregate(conn, table, ["count(*)"])[0])
     declared = [parse_declared(d) for _, d in columns]
     per_column = [_scan_expressions(quote_ident(name), dec, rows=rows,
                                     dates=dec.family not in _DATES_ONLY_FOR_TEXT)

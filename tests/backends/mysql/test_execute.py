@@ -542,3 +542,15 @@ def test_division_keeps_its_digits_so_it_compares_with_other_engines(backend: My
         gold = lite.execute("SELECT 7.0/3 AS q")
     verdict = polysql.compare(gold, mysql)
     assert verdict.match, verdict.reason
+
+
+def test_the_servers_own_limit_lies_past_the_deadline(backend: MySQLBackend) -> None:
+    """A statement the server interrupts may still end "normally" (DO SLEEP answers 1); with
+    the server's limit past polysql's deadline, such a result always arrives late enough to be
+    counted a timeout rather than an empty answer."""
+    variable = ("@@SESSION.max_statement_time" if "mariadb" in backend.version().lower()
+                else "@@SESSION.max_execution_time / 1000")
+    result = backend.execute(f"SELECT {variable}", timeout=2)
+    assert result.error is None
+    (limit,) = result.rows[0]
+    assert 2 < float(limit) <= 2.1

@@ -20,16 +20,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from polysql.backends._common.arrow import null_scalar, text_scalar
+
 NULL_FIELD = "NULL"
 FORMAT_CLAUSE = ("FIELDS TERMINATED BY ',' ENCLOSED BY '\"' ESCAPED BY '' "
                  "LINES TERMINATED BY '\n'")
 _TEXT = pa.large_string()
-_QUOTE = pa.scalar('"', _TEXT)
-_EMPTY = pa.scalar("", _TEXT)
-_NEWLINE = pa.scalar("\n", _TEXT)
-_COMMA = pa.scalar(",", _TEXT)
-_TRUE = pa.scalar("1", _TEXT)
-_FALSE = pa.scalar("0", _TEXT)
+_QUOTE = text_scalar('"', large=True)
+_EMPTY = text_scalar("", large=True)
+_NEWLINE = text_scalar("\n", large=True)
+_COMMA = text_scalar(",", large=True)
+_TRUE = text_scalar("1", large=True)
+_FALSE = text_scalar("0", large=True)
+_NULL_TEXT = null_scalar(_TEXT)
+_NULL_FIELD_TEXT = text_scalar(NULL_FIELD, large=True)
 # Two ASCII hex digits for every byte value.
 _HEX_DIGITS = np.frombuffer(b"".join(b"%02x" % i for i in range(256)), np.uint8).reshape(256, 2)
 
@@ -51,7 +55,7 @@ def hex_text(array: pa.Array) -> pa.Array:
     hexed = pa.Array.from_buffers(_TEXT, count, [None, pa.py_buffer((offsets - start) * 2),
                                                  pa.py_buffer(digits)])
     # Nulls came back as empty strings above; restore them from the input.
-    return pc.if_else(pc.is_valid(binary), hexed, pa.scalar(None, _TEXT))
+    return pc.if_else(pc.is_valid(binary), hexed, _NULL_TEXT)
 
 
 def fields(array: pa.Array, kind: str) -> pa.Array:
@@ -63,7 +67,7 @@ def fields(array: pa.Array, kind: str) -> pa.Array:
     elif kind == "float":
         # Arrow writes the shortest text that reads back as the same double. NaN/Infinity have
         # no MySQL value; they load as NULL and the load report counts them.
-        text = pc.cast(pc.if_else(pc.is_finite(array), array, None), _TEXT)
+        text = pc.cast(pc.if_else(pc.is_finite(array), array, null_scalar(array.type)), _TEXT)
     elif kind == "boolean":
         text = pc.if_else(array, _TRUE, _FALSE)
     elif kind == "text":
@@ -72,7 +76,7 @@ def fields(array: pa.Array, kind: str) -> pa.Array:
         text = _enclosed(hex_text(array))
     else:
         raise ValueError(f"no LOAD DATA form for logical type {kind!r}")
-    return pc.fill_null(text, NULL_FIELD)
+    return pc.fill_null(text, _NULL_FIELD_TEXT)
 
 
 def batch_lines(batch: pa.RecordBatch, kinds: list[str]) -> pa.Buffer:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polysql.backends._common.arrow import arrow_schema, arrow_type
+from polysql.backends._common.arrow import arrow_schema, arrow_type, number_scalar
 from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
 from polysql.backends.sqlite.types import ColumnStats, quote_ident
@@ -51,7 +51,7 @@ def _column(array: pa.ChunkedArray, kind: str, target: pa.DataType) -> pa.Chunke
     if array.type == target:
         return array
     if kind == "boolean":
-        return pc.not_equal(array, 0)
+        return pc.not_equal(array, number_scalar(0, array.type))
     try:
         return array.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -109,7 +109,7 @@ def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats
         return None
     try:
         if kind == "boolean":
-            return pc.not_equal(values, 0)
+            return pc.not_equal(values, number_scalar(0, values.type))
         if kind == "timestamp":
             values = pc.utf8_slice_codeunits(values, 0, MICROSECOND_TEXT_LENGTH)
         return values if values.type == target else values.cast(target)

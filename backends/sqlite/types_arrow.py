@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from polysql.backends._common.arrow import primitive_values, valid_mask
 from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.types import (
     ColumnStats,
@@ -52,10 +53,6 @@ _EXACT_FLOAT_INT = 2**53
 # driver types a column by its first values and refuses a real after integers.)
 _AS_DOUBLES = frozenset({"decimal", None})
 _BATCH_ROWS = 65_536
-# ISO shapes as the aggregate scan's GLOB patterns accept them (ASCII digits only).
-_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_DATETIME = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-2][0-9]:[0-5][0-9]"
-             r"(:[0-5][0-9](\.[0-9]+)?)?$")
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
 
 
@@ -99,38 +96,77 @@ def _column_codes(codes: list[np.ndarray], index: int) -> np.ndarray:
     return _CLASS_OF_LETTER[letters]
 
 
-def _ten_bytes(text: pa.Array) -> np.ndarray:
-    """The bytes of strings that are ten bytes each, one row per string."""
-    offsets = np.frombuffer(text.buffers()[1], np.int32)[text.offset:text.offset + len(text) + 1]
-    data = np.frombuffer(text.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
-    return data.reshape(-1, 10)
+def _is_digit(values: np.ndarray) -> np.ndarray:
+    return (values >= ord("0")) & (values <= ord("9"))
 
 
-def _valid_days(text: pa.ChunkedArray) -> int:
-    """How many of these texts, each starting YYYY-MM-DD in ASCII digits, name a real day
+def _real_days(head: np.ndarray) -> np.ndarray:
+    """Per row of ten bytes shaped YYYY-MM-DD in ASCII digits: whether they name a real day
     (year 0001 or later, proleptic Gregorian, as SQLite's date() reads them)."""
-    if len(text) == 0:
-        return 0
-    # The first ten characters are ASCII: ten bytes each, one string after the other.
-    head = pc.utf8_slice_codeunits(text, 0, 10).combine_chunks().cast(pa.string())
-    digits = _ten_bytes(head).astype(np.int64) - ord("0")
+    digits = head.astype(np.int64) - ord("0")
     year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
     month = digits[:, 5] * 10 + digits[:, 6]
     day = digits[:, 8] * 10 + digits[:, 9]
     leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
     in_month = (month >= 1) & (month <= 12)
     longest = _DAYS_IN_MONTH[np.where(in_month, month, 0)] + (leap & (month == 2))
-    return int(np.count_nonzero((year >= 1) & in_month & (day >= 1) & (day <= longest)))
+    return (year >= 1) & in_month & (day >= 1) & (day <= longest)
+
+
+def _bytes_at(data: np.ndarray, starts: np.ndarray, first: int, stop: int) -> np.ndarray:
+    """Bytes ``first`` to ``stop`` (exclusive) of each string beginning at ``starts``, one row each
+    (every string must be at least ``stop`` bytes long)."""
+    return data[starts[:, None] + np.arange(first, stop)]
+
+
+def _chunk_date_counts(chunk: pa.Array) -> tuple[int, int]:
+    """:func:`_date_counts` of one string array, read from its buffers.
+
+    The shapes the aggregate scan's GLOB patterns accept are ASCII, so a string's bytes are its
+    characters wherever a shape can match, and a non-ASCII byte fails every test below as a
+    non-ASCII character fails the pattern."""
+    width = np.int64 if chunk.type == pa.large_string() else np.int32
+    _, offsets_buffer, data_buffer = chunk.buffers()
+    if not len(chunk) or data_buffer is None:
+        return 0, 0
+    offsets = np.frombuffer(offsets_buffer, width)[chunk.offset:chunk.offset + len(chunk) + 1]
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(data_buffer, np.uint8)
+    lengths = np.diff(offsets)
+    rows = np.flatnonzero(valid_mask(chunk) & (lengths >= 10))
+    starts, lengths = offsets[rows], lengths[rows]
+    head = _bytes_at(data, starts, 0, 10)
+    day_like = (_is_digit(head[:, [0, 1, 2, 3, 5, 6, 8, 9]]).all(axis=1)
+                & (head[:, 4] == ord("-")) & (head[:, 7] == ord("-")))
+    day_like[day_like] = _real_days(head[day_like])
+    dates = int(np.count_nonzero(day_like & (lengths == 10)))
+    # YYYY-MM-DD HH:MM, YYYY-MM-DD HH:MM:SS or YYYY-MM-DD HH:MM:SS.fff... (digits only)
+    stamp = day_like & ((lengths == 16) | (lengths == 19) | (lengths >= 21))
+    starts, lengths = starts[stamp], lengths[stamp]
+    clock = _bytes_at(data, starts, 10, 16)
+    hours = (clock[:, 1].astype(np.int64) - ord("0")) * 10 + clock[:, 2] - ord("0")
+    fits = (((clock[:, 0] == ord(" ")) | (clock[:, 0] == ord("T")))
+            & _is_digit(clock[:, [1, 2, 4, 5]]).all(axis=1) & (clock[:, 1] <= ord("2"))
+            & (hours < 24) & (clock[:, 3] == ord(":")) & (clock[:, 4] <= ord("5")))
+    with_seconds = np.flatnonzero(lengths >= 19)
+    seconds = _bytes_at(data, starts[with_seconds], 16, 19)
+    fits[with_seconds] &= ((seconds[:, 0] == ord(":")) & _is_digit(seconds[:, 1:]).all(axis=1)
+                           & (seconds[:, 1] <= ord("5")))
+    with_fraction = np.flatnonzero(lengths >= 21)
+    if with_fraction.size:
+        point = _bytes_at(data, starts[with_fraction], 19, 20)[:, 0] == ord(".")
+        # Non-digits counted by a running total: none between byte 20 and the string's end.
+        others = np.concatenate([[0], np.cumsum(~_is_digit(data), dtype=np.int64)])
+        ends = starts[with_fraction] + lengths[with_fraction]
+        fits[with_fraction] &= point & (others[ends] == others[starts[with_fraction] + 20])
+    return dates, int(np.count_nonzero(fits))
 
 
 def _date_counts(text: pa.ChunkedArray) -> tuple[int, int]:
-    """(valid ISO dates, valid ISO date-times) among the non-null texts."""
-    values = text.filter(pc.is_valid(text))
-    dates = values.filter(pc.match_substring_regex(values, _DATE))
-    stamps = values.filter(pc.match_substring_regex(values, _DATETIME))
-    if len(stamps):
-        stamps = stamps.filter(pc.less(pc.utf8_slice_codeunits(stamps, 11, 13), "24"))
-    return _valid_days(dates), _valid_days(stamps)
+    """(valid ISO dates, valid ISO date-times) among the non-null texts, as the aggregate scan
+    counts them."""
+    counts = [_chunk_date_counts(chunk) for chunk in text.chunks]
+    return sum(d for d, _ in counts), sum(t for _, t in counts)
 
 
 def _count(mask: pa.Array | pa.ChunkedArray) -> int:
@@ -180,8 +216,9 @@ def _text_stats(values: pa.ChunkedArray, family: str | None) -> dict[str, int]:
     if family != "text":
         measured["dates"], measured["datetimes"] = _date_counts(values)
     if family == "boolean":
-        measured["bool_like"] = _count(pc.is_in(pc.ascii_lower(values),
-                                                pa.array(["true", "false"])))
+        # ASCII case only, as SQLite's lower() folds it
+        measured["bool_like"] = _count(pc.match_substring_regex(pc.ascii_lower(values),
+                                                                "^(?:true|false)$"))
     return measured
 
 
@@ -189,7 +226,7 @@ def _beyond_exact_doubles(values: pa.ChunkedArray, integer_rows: np.ndarray) -> 
     """Whether an integer read as a double may have been rounded: every integer up to 2^53
     becomes exactly itself, and anything larger becomes a double of at least 2^53 (2^53 + 1
     rounds to 2^53, so 2^53 itself is doubted too)."""
-    doubles = values.to_numpy(zero_copy_only=False)  # nulls are NaN, never counted below
+    doubles = primitive_values(values, np.float64)  # NULL slots are never integer rows
     with np.errstate(invalid="ignore"):
         return bool(np.any(integer_rows & (np.abs(doubles) >= _EXACT_FLOAT_INT)))
 
@@ -207,8 +244,9 @@ def _number_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.
         raise _NotExact("an integer beyond 2^53 read as a double")
     measured = {"integers": integers, "reals": reals}
     if family == "boolean":
-        integer_values = values.filter(pa.array(integer_rows))
-        measured["bool_like"] = _count(pc.is_in(integer_values, pa.array([0, 1], values.type)))
+        numbers = primitive_values(values, np.int64 if values.type == pa.int64() else np.float64)
+        measured["bool_like"] = int(np.count_nonzero(integer_rows & ((numbers == 0)
+                                                                     | (numbers == 1))))
     if family == "decimal":
         # The largest and smallest, printed by SQLite as the integer or real each row holds.
         numbers = values.combine_chunks()
@@ -219,7 +257,7 @@ def _number_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.
                                                                            strict=True)]
         measured["int_digits"] = max(_printed_digits(probe, v) for v in printed)
         if reals:
-            real_values = numbers.filter(pa.array(real_rows)).to_numpy(zero_copy_only=False)
+            real_values = primitive_values(numbers, np.float64)[real_rows]
             measured["frac_digits"] = _fraction_digits(probe, real_values, declared)
     return measured
 
@@ -243,18 +281,50 @@ def _column_stats(probe: sqlite3.Connection, values: pa.ChunkedArray, codes: np.
     return ColumnStats()
 
 
+def _coded(declared: list[Declared], as_doubles: set[str | None]) -> list[int]:
+    """The columns whose storage classes are read beside their values. An integer column read
+    as it is can do without: the driver hands over an int64 column only when every value is an
+    integer (it refuses anything else after integers), so its classes show in its validity."""
+    return [index for index, dec in enumerate(declared)
+            if dec.family != "integer" or dec.family in as_doubles]
+
+
 def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *,
-           as_doubles: set[str | None]) -> pa.Table | None:
+           as_doubles: set[str | None]) -> tuple[pa.Table, list[int]] | None:
+    coded = _coded(declared, as_doubles)
     select = ", ".join([*(_select_expression(n, d, as_doubles=d.family in as_doubles)
                           for n, d in zip(names, declared, strict=True)),
-                        *_class_code_columns(names)])
+                        *_class_code_columns([names[i] for i in coded])])
     try:
         # NOT INDEXED: the table's own order, as the row reader reads it (see
         # introspect_arrow.complete_table)
-        return read_arrow(path, f"SELECT {select} FROM {quote_ident(table)} NOT INDEXED",
-                          batch_rows=_BATCH_ROWS)
+        fetched = read_arrow(path, f"SELECT {select} FROM {quote_ident(table)} NOT INDEXED",
+                             batch_rows=_BATCH_ROWS)
     except Exception:  # noqa: BLE001 - no driver, or a driver failure (a real after integers...)
         return None
+    return fetched, coded
+
+
+def _class_codes(fetched: pa.Table, width: int, coded: list[int]) -> list[np.ndarray | None] | None:
+    """Per column, the storage-class code of every row; None for a column that needs its codes
+    but came without (an uncoded column the driver did not read as integers). None as a whole
+    when the packed codes are not integers."""
+    packed = []
+    for column in fetched.columns[width:]:
+        if column.type not in (pa.int64(), pa.null()) or column.null_count:
+            return None
+        packed.append(primitive_values(column, np.int64) if column.type == pa.int64()
+                      else np.zeros(len(column), np.int64))
+    codes: list[np.ndarray | None] = [None] * width
+    for position, index in enumerate(coded):
+        codes[index] = _column_codes(packed, position)
+    for index in set(range(width)) - set(coded):
+        values = fetched.column(index)
+        if values.type == pa.int64():
+            codes[index] = np.where(valid_mask(values), _INTEGER, 0)
+        elif values.type == pa.null():
+            codes[index] = np.zeros(len(values), np.int64)
+    return codes
 
 
 def scan_table_columnar(path: Path, table: str,
@@ -272,22 +342,20 @@ def scan_table_columnar(path: Path, table: str,
                          as_doubles={"decimal", None, "integer", "float", "boolean"})
     if fetched is None:
         return None
-    rows = fetched.num_rows
-    codes = []
-    for column in fetched.columns[len(names):]:
-        if column.type not in (pa.int64(), pa.null()):
-            return None
-        codes.append(column.fill_null(0).to_numpy().astype(np.int64) if rows
-                     else np.zeros(0, np.int64))
+    values, coded = fetched
+    codes = _class_codes(values, len(names), coded)
+    if codes is None:
+        return None
     probe = sqlite3.connect(":memory:")
     stats: list[ColumnStats | None] = []
     try:
-        for index, dec in enumerate(declared):
+        for index, (dec, column_codes) in enumerate(zip(declared, codes, strict=True)):
             try:
-                stats.append(_column_stats(probe, fetched.column(index),
-                                           _column_codes(codes, index), dec))
+                if column_codes is None:
+                    raise _NotExact("an integer column that did not arrive as integers")
+                stats.append(_column_stats(probe, values.column(index), column_codes, dec))
             except (_NotExact, pa.ArrowException):
                 stats.append(None)
     finally:
         probe.close()
-    return ColumnarScan(rows, stats, fetched.select(list(range(len(names)))))
+    return ColumnarScan(values.num_rows, stats, values.select(list(range(len(names)))))

@@ -58,6 +58,12 @@ CASES = {
                                             -(2**53) + 1]),
     "text only": ("TEXT", ["a", "b", "naïve", "", None]),
     "blobs": ("BLOB", [b"\x00\x01", b"", None, b"abc"]),
+    # shapes broken by a character beyond ASCII, wherever it stands
+    "date-times beyond ASCII": ("DATETIME", ["2020-01-01 10:00:00.1é", "2020-01-01 1é:00",
+                                             "2020-01-01 10:00:0é", "é020-01-01", "2020-01-0é",
+                                             "2020-01-01 10:00:00.é1", "2020-01-01é10:00",
+                                             "2020-01-01 10:00:00.12", "2020-01-01 10:00"]),
+    "integers and NULLs in a BOOLEAN column": ("BOOLEAN", [None, None, 1, 0, 7]),
 }
 
 
@@ -75,6 +81,9 @@ FALLBACKS = {
     "an integer beyond 2^53 beside reals": ("NUMERIC", [2**53 + 1, 0.5]),
     "an integer of 2^53 beside reals": ("NUMERIC", [-(2**53), 0.5]),
     "text with a NUL": ("DATE", ["2020-01-01\x00tail", "2020-01-02"]),
+    # read without its storage classes, which the driver's int64 column would have stood for
+    "text first in an INTEGER column": ("INTEGER", ["abc", 1, 2]),
+    "a real first in an INTEGER column": ("INT", [2.5, 1, 2]),
 }
 
 
@@ -83,6 +92,15 @@ def test_columns_it_cannot_measure_exactly_fall_back(case: str, tmp_path: Path) 
     declared, values = FALLBACKS[case]
     _, columnar = _both(tmp_path / "t.db", declared, values)
     assert columnar is None or columnar[1] == [None]
+
+
+def test_dates_over_many_batches_are_counted_in_every_batch(tmp_path: Path) -> None:
+    # More rows than one read batch holds: every chunk's strings are measured from its own
+    # offsets into its own data.
+    values = [DATES[i % len(DATES)] for i in range(150_001)]
+    aggregate, columnar = _both(tmp_path / "t.db", "DATETIME", values)
+    assert columnar == aggregate
+    assert aggregate[1][0].dates > 0 and aggregate[1][0].datetimes > 0  # type: ignore[index]
 
 
 def test_text_that_is_not_utf8_falls_back(tmp_path: Path) -> None:
@@ -99,10 +117,11 @@ def test_many_columns_share_packed_class_codes(tmp_path: Path) -> None:
     # More columns than one packed code holds: every column's classes must still be its own.
     path = tmp_path / "t.db"
     conn = sqlite3.connect(path)
-    kinds = ["INTEGER", "REAL", "TEXT", "BLOB", "DATE", "NUMERIC(6,2)"] * 8
+    # Integer columns are read without their classes: the others' codes must still line up.
+    kinds = ["INTEGER", "REAL", "TEXT", "BLOB", "DATE", "NUMERIC(6,2)", "BIGINT"] * 7
     conn.execute("CREATE TABLE t (" + ", ".join(f"c{i} {k}" for i, k in enumerate(kinds)) + ")")
     samples = {"INTEGER": 3, "REAL": 2.5, "TEXT": "t", "BLOB": b"b", "DATE": "2020-01-01",
-               "NUMERIC(6,2)": 4.25}
+               "NUMERIC(6,2)": 4.25, "BIGINT": 2**40}
     row = [samples[k] if i % 5 else None for i, k in enumerate(kinds)]
     conn.executemany(f"INSERT INTO t VALUES ({', '.join('?' * len(kinds))})", [row] * 50)
     conn.commit()

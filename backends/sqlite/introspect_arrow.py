@@ -89,15 +89,19 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats
-              ) -> pa.ChunkedArray | None:
+def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats, *,
+              printed: pa.ChunkedArray | None = None) -> pa.ChunkedArray | None:
     """``column`` as :func:`read_table` would give it, from the stored values the columnar type
     scan read (one storage class, or integers beside reals read as doubles), or None when only
     a read with the column's own SELECT expression gives it exactly: decimals (SQLite prints
-    them), and numbers or blobs in a text column and the like."""
+    them) unless the scan read them ``printed`` that way, and numbers or blobs in a text column
+    and the like."""
     kind, target = column.type.kind, arrow_type(column.type)
     if stats.non_null == 0:
         return pa.chunked_array([pa.nulls(len(values), target)], type=target)
+    if kind == "decimal":
+        # the row reader's own expression for a decimal, CAST AS TEXT, read in the scan's pass
+        return None if printed is None else _column(printed, kind, target)
     # Integers may have been read as doubles (beside reals, or in an undeclared column): the
     # scan read them so only when each fits a double exactly.
     numbers = (pa.int64(), pa.float64())

@@ -21,7 +21,7 @@ the driver cannot read at all is answered None as a whole.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +65,9 @@ class ColumnarScan:
     # the caller measures it with the aggregate scan, and its values here are not to be used
     stats: list[ColumnStats | None]
     values: pa.Table  # the stored values, one column per table column (see _select_expression)
+    # Each declared-decimal column as SQLite prints its values (CAST AS TEXT), by column index:
+    # what a load reads for a decimal, taken in the same pass instead of a second read.
+    printed: dict[int, pa.ChunkedArray] = field(default_factory=dict)
 
 
 class _NotExact(Exception):
@@ -289,12 +292,24 @@ def _coded(declared: list[Declared], as_doubles: set[str | None]) -> list[int]:
             if dec.family != "integer" or dec.family in as_doubles]
 
 
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    """One columnar read: the values, then the packed class codes of the ``coded`` columns,
+    then the printed text of the ``printed`` columns."""
+
+    table: pa.Table
+    coded: list[int]
+    printed: list[int]
+
+
 def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *,
-           as_doubles: set[str | None]) -> tuple[pa.Table, list[int]] | None:
+           as_doubles: set[str | None]) -> _Fetched | None:
     coded = _coded(declared, as_doubles)
+    printed = [index for index, dec in enumerate(declared) if dec.family == "decimal"]
     select = ", ".join([*(_select_expression(n, d, as_doubles=d.family in as_doubles)
                           for n, d in zip(names, declared, strict=True)),
-                        *_class_code_columns([names[i] for i in coded])])
+                        *_class_code_columns([names[i] for i in coded]),
+                        *(f"CAST({quote_ident(names[i])} AS TEXT)" for i in printed)])
     try:
         # NOT INDEXED: the table's own order, as the row reader reads it (see
         # introspect_arrow.complete_table)
@@ -302,7 +317,7 @@ def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *
                              batch_rows=_BATCH_ROWS)
     except Exception:  # noqa: BLE001 - no driver, or a driver failure (a real after integers...)
         return None
-    return fetched, coded
+    return _Fetched(fetched, coded, printed)
 
 
 def _class_codes(fetched: pa.Table, width: int, coded: list[int]) -> list[np.ndarray | None] | None:
@@ -310,7 +325,8 @@ def _class_codes(fetched: pa.Table, width: int, coded: list[int]) -> list[np.nda
     but came without (an uncoded column the driver did not read as integers). None as a whole
     when the packed codes are not integers."""
     packed = []
-    for column in fetched.columns[width:]:
+    packs = len(_class_code_columns([str(i) for i in coded]))
+    for column in fetched.columns[width:width + packs]:
         if column.type not in (pa.int64(), pa.null()) or column.null_count:
             return None
         packed.append(primitive_values(column, np.int64) if column.type == pa.int64()
@@ -342,7 +358,7 @@ def scan_table_columnar(path: Path, table: str,
                          as_doubles={"decimal", None, "integer", "float", "boolean"})
     if fetched is None:
         return None
-    values, coded = fetched
+    values, coded = fetched.table, fetched.coded
     codes = _class_codes(values, len(names), coded)
     if codes is None:
         return None
@@ -358,4 +374,6 @@ def scan_table_columnar(path: Path, table: str,
                 stats.append(None)
     finally:
         probe.close()
-    return ColumnarScan(values.num_rows, stats, values.select(list(range(len(names)))))
+    texts = values.columns[len(values.columns) - len(fetched.printed):]
+    return ColumnarScan(values.num_rows, stats, values.select(list(range(len(names)))),
+                        dict(zip(fetched.printed, texts, strict=True)))

@@ -71,15 +71,17 @@ def _ints_then_reals(con: sqlite3.Connection) -> None:
 
 
 def _one_class_per_column(con: sqlite3.Connection) -> None:
-    # what the type scan's own read can hand to the load (all but the decimal), with an index
-    # that covers the decimal alone: reading that column apart must not take the index's order
+    # what the type scan's own read can hand to the load (every column but ``mixed``, whose
+    # numbers and texts only the row reader's expression renders), with an index that covers
+    # ``mixed`` alone: reading that column apart must not take the index's order
     con.execute("CREATE TABLE t (i INTEGER, f REAL, d NUMERIC(12,2), s TEXT, b BOOLEAN, "
-                "dt DATE, ts DATETIME, bl BLOB, loose, empty TEXT)")
-    con.execute("CREATE INDEX t_d ON t (d DESC)")
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)", [
+                "dt DATE, ts DATETIME, bl BLOB, loose, empty TEXT, mixed)")
+    con.execute("CREATE INDEX t_mixed ON t (mixed DESC)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)", [
         (n, n / 4, (n * 37 % 101) / 4, f"s{n} ü", n % 2, f"20{n % 90 + 10}-0{n % 9 + 1}-1{n % 9}",
-         f"2020-01-01 10:{n % 60:02d}:00.{n:07d}", bytes([n % 256]), n * 3)
-        for n in range(300)] + [(None,) * 9])
+         f"2020-01-01 10:{n % 60:02d}:00.{n:07d}", bytes([n % 256]), n * 3,
+         n * 7 % 300 if n % 2 else f"m{n}")
+        for n in range(300)] + [(None,) * 10])
 
 
 CASES: dict[str, Build] = {
@@ -170,12 +172,23 @@ def _kept_after_scan(path: Path) -> tuple[Table, Any]:
         return table, SOURCES.rows(table_key(fingerprint, table))
 
 
-def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path) -> None:
+def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards the single read: after a load's type scan the whole table is kept -- the columns
-    the scan read as they are, the decimal (printed by SQLite) read beside it on the scan's
-    thread -- and it is what the row reader reads."""
+    the scan read, decimals as SQLite printed them in that same pass, and only the column that
+    needs the row reader's own expression read beside it on the scan's thread -- and it is what
+    the row reader reads."""
     path = _make(tmp_path / "src.sqlite", _one_class_per_column)
+    read_apart: list[list[str]] = []
+    whole_read = introspect_arrow.read_table
+
+    def recording(path: Path, table: Table) -> pa.Table | None:
+        read_apart.append([c.name for c in table.columns])
+        return whole_read(path, table)
+
+    monkeypatch.setattr(introspect_arrow, "read_table", recording)
     table, kept = _kept_after_scan(path)
+    assert read_apart == [["mixed"]]
     assert kept is not None and kept.complete
     assert kept.data.column_names == [c.name for c in table.columns]
     assert kept.data.to_pylist() == _row_reader(path)[0].to_pylist()

@@ -148,9 +148,11 @@ def _ledger_record(outcome: CaseOutcome) -> dict[str, Any]:
     return record
 
 
-def write_ledger(outcomes: Sequence[CaseOutcome], out_dir: str | Path) -> list[Path]:
+def write_ledger(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
+                 unscored: Mapping[str, str] | None = None) -> list[Path]:
     """``ledger.csv`` (one row per case x method: every field, timing medians and speedup, meta
-    as JSON) and ``ledger.json`` (the same rows with every timed run)."""
+    as JSON) and ``ledger.json`` (the same rows with every timed run, and ``unscored``: methods
+    left out because their model endpoint gave no answer, with why)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, json_path = out / "ledger.csv", out / "ledger.json"
@@ -162,6 +164,8 @@ def write_ledger(outcomes: Sequence[CaseOutcome], out_dir: str | Path) -> list[P
             writer.writerow([_csv_cell(record[name]) for name in LEDGER_COLUMNS])
     document = {"format": LEDGER_FORMAT, "version": LEDGER_VERSION,
                 "rows": [_finite(outcome.to_dict()) for outcome in outcomes]}
+    if unscored:
+        document["unscored"] = dict(unscored)
     json_path.write_text(json.dumps(document, indent=2, allow_nan=False, default=str) + "\n",
                          encoding="utf-8")
     return [csv_path, json_path]
@@ -443,7 +447,8 @@ def _write_csv_json(rows: Sequence[Row] | Sequence[SensitivityRow], out: Path, s
 
 
 def write_tables(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
-                 sensitivity: bool = False, figures: Sequence[str | Path] = ()) -> list[Path]:
+                 sensitivity: bool = False, figures: Sequence[str | Path] = (),
+                 unscored: Mapping[str, str] | None = None) -> list[Path]:
     """The full-denominator table as ``rewrite_table.csv``/``.json``, the sensitivity ranges as
     ``rewrite_sensitivity.csv``/``.json`` when asked for, and ``rewrite_report.md`` rendering
     them (linking ``figures``, paths of images written next to it)."""
@@ -457,18 +462,21 @@ def write_tables(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
                                  [f.name for f in fields(SensitivityRow)])
     report = out / REPORT_FILE
     report.write_text(render_markdown(table, outcome_counts(outcomes), ranges,
-                                      figures=[Path(f).name for f in figures]), encoding="utf-8")
+                                      figures=[Path(f).name for f in figures], unscored=unscored),
+                      encoding="utf-8")
     return [*paths, report]
 
 
 def write_report(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
-                 sensitivity: bool = False) -> list[Path]:
-    """Ledger, figure, tables and the markdown report, all into ``out_dir``."""
-    paths = write_ledger(outcomes, out_dir)
+                 sensitivity: bool = False,
+                 unscored: Mapping[str, str] | None = None) -> list[Path]:
+    """Ledger, figure, tables and the markdown report, all into ``out_dir``; ``unscored``
+    names methods with no outcome because their model endpoint gave no answer (and why)."""
+    paths = write_ledger(outcomes, out_dir, unscored=unscored)
     figures = outcome_figure(outcomes, out_dir)
     return [*paths, *figures,
             *write_tables(outcomes, out_dir, sensitivity=sensitivity,
-                          figures=[f for f in figures if f.suffix == ".png"])]
+                          figures=[f for f in figures if f.suffix == ".png"], unscored=unscored)]
 
 
 def _percent(value: float) -> str:
@@ -501,13 +509,19 @@ def _table_cells(row: Row) -> list[str]:
 
 def render_markdown(table: Sequence[Row], counts: Mapping[str, Mapping[str, int]],
                     ranges: Sequence[SensitivityRow] | None = None, *,
-                    figures: Sequence[str] = ()) -> str:
+                    figures: Sequence[str] = (),
+                    unscored: Mapping[str, str] | None = None) -> str:
     """The report: the full-denominator table (all, per pool, per SCS quartile), the outcome
-    counts and, when computed, the CGOQ sensitivity ranges."""
+    counts and, when computed, the CGOQ sensitivity ranges; first, any method left unscored."""
     lines = ["# Query rewrite evaluation", "",
              "Every case counts in every rate (full denominator N). A rewrite is *consistent* "
              "when it ran and its result passed the case's contract; CGOQ@N scores every other "
              "case 0, CGOQ@Valid averages over consistent rewrites only.", ""]
+    if unscored:
+        lines += ["## Not scored (incomplete run)", "",
+                  "These methods have no row below: their model endpoint gave no answer, and an "
+                  "outage is not counted as the method's failures. Run again once it answers.", ""]
+        lines += [f"- `{name}`: {why}" for name, why in unscored.items()] + [""]
     sections = (("all", "All cases", "method"), ("pool", "Per pool", "pool"),
                 ("scs_quartile", "By SCS quartile of the input", "quartile"))
     for scope, title, label in sections:

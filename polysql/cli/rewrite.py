@@ -14,8 +14,8 @@ from rich.table import Table
 
 from polysql.backends import catalog
 from polysql.cli.console import console, stdout
-from polysql.cli.main import EXIT_DATA, EXIT_ENGINE
-from polysql.core.errors import ConfigError
+from polysql.cli.main import EXIT_DATA, EXIT_ENGINE, EXIT_INCOMPLETE
+from polysql.core.errors import ConfigError, LLMUnavailableError
 from polysql.rewrite.cases import BUNDLED_ROOT, load_case, load_pool
 from polysql.rewrite.databases import open_database, parse_engine_overrides
 from polysql.rewrite.harness import (
@@ -170,16 +170,28 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
         console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
         sys.exit(EXIT_ENGINE)
     outcomes = []
+    unscored: dict[str, str] = {}  # method -> why its model endpoint gave no answer
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)
     with progress:
         for name, method in chosen:
             task = progress.add_task(f"rewrite {name}", total=len(cases))
-            outcomes += run_pool(cases, method, method_name=name, engines=engines, caps=caps,
-                                 runs=runs, warmup=warmup,
-                                 progress=lambda done, total, _o, task=task: progress.update(task, completed=done))
-    paths = write_report(outcomes, out, sensitivity=sensitivity)
-    table = Table(title=f"rewrite methods — {len(cases)} cases")
+            try:
+                outcomes += run_pool(cases, method, method_name=name, engines=engines, caps=caps,
+                                     runs=runs, warmup=warmup,
+                                     progress=lambda done, total, _o, task=task: progress.update(task, completed=done))
+            except LLMUnavailableError as exc:
+                # An outage is not the method's answer: none of its cases is scored.
+                unscored[name] = str(exc)
+                progress.update(task, description=f"rewrite {name} [red]not scored[/]")
+    if not outcomes:
+        _report_unscored(unscored)
+        sys.exit(EXIT_INCOMPLETE)
+    paths = write_report(outcomes, out, sensitivity=sensitivity, unscored=unscored)
+    title = f"rewrite methods — {len(cases)} cases"
+    if unscored:
+        title += f" — INCOMPLETE: not scored: {', '.join(unscored)}"
+    table = Table(title=title)
     for col in ("method", "generated", "executed", "consistent", "unsafe", "geo speedup (n)",
                 "CGOQ@N", "CGOQ@Valid"):
         table.add_column(col, justify="left" if col == "method" else "right")
@@ -199,3 +211,13 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
     if problem is not None:
         console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
         sys.exit(EXIT_ENGINE)
+    if unscored:
+        _report_unscored(unscored)
+        sys.exit(EXIT_INCOMPLETE)
+
+
+def _report_unscored(unscored: dict[str, str]) -> None:
+    for name, why in unscored.items():
+        console.print(f"[red]method {escape(name)} was not scored:[/] its model endpoint gave no "
+                      f"answer ({escape(why)}); none of its cases is counted, here or in the "
+                      "written report. Start or fix the endpoint and run again.", highlight=False)

@@ -52,7 +52,13 @@ from polysql.analysis.rewrite.model import GATED_OUTCOMES, CaseOutcome, MethodAn
 from polysql.analysis.rewrite.noop import is_noop
 from polysql.analysis.rewrite.scs import ScsResult, features, fit_caps, scs
 from polysql.backends.base import DEFAULT_MAX_ROWS, Backend
-from polysql.core.errors import ComparisonError, ConfigError, DatasetError, EngineUnavailableError
+from polysql.core.errors import (
+    ComparisonError,
+    ConfigError,
+    DatasetError,
+    EngineUnavailableError,
+    LLMUnavailableError,
+)
 from polysql.core.model import Result
 from polysql.datasets.rewrite.cases import Contract, RewriteCase, split_statements
 from polysql.engines.copies import engine_name
@@ -441,9 +447,13 @@ def blinded(case: RewriteCase) -> RewriteCase:
 
 
 def ask_method(method: Method, case: RewriteCase, schema: str) -> MethodAnswer:
-    """The method's answer for ``case``; any exception or a wrong return becomes a method error."""
+    """The method's answer for ``case``; any exception or a wrong return becomes a method error,
+    except :class:`LLMUnavailableError`: a model endpoint that gave no answer at all is an outage,
+    not an answer, and is raised."""
     try:
         answer = method(blinded(case), schema)
+    except LLMUnavailableError:
+        raise
     except Exception as exc:  # a method's crash is its own failure, never the run's
         return MethodAnswer(kind="method_error", message=f"{type(exc).__name__}: {exc}",
                             meta={"exception": type(exc).__name__})
@@ -465,7 +475,9 @@ def run_pool(cases: Sequence[RewriteCase], method: Method, *, method_name: str =
     ``method(case, schema)`` sees the case without its references (:func:`blinded`) and the
     schema text (:func:`~polysql.rewrite.databases.method_schema`). ``caps`` default to
     caps fitted on all the cases' inputs. ``engines`` overrides engine names with URLs. A case
-    whose database cannot be built, or whose input fails, stops the run with an error naming it.
+    whose database cannot be built, or whose input fails, stops the run with an error naming it;
+    a model endpoint that gives no answer raises :class:`LLMUnavailableError`, and none of the
+    method's cases is scored (an outage must not count as the method's failures).
     """
     cases = list(cases)
     if not cases:

@@ -56,7 +56,7 @@ from sqlglot.errors import SqlglotError
 
 from polysql.analysis.rewrite.model import MethodAnswer
 from polysql.backends import catalog
-from polysql.core.errors import ConfigError, LLMError
+from polysql.core.errors import ConfigError, LLMError, LLMUnavailableError
 from polysql.datasets.rewrite.cases import RewriteCase, split_statements
 from polysql.llm.client import LLMClient, ModelConfig, ResponseCache, load_model_configs
 from polysql.llm.extract import extract_sql
@@ -304,8 +304,10 @@ class LLMRewriteMethod:
     The answer is read in this order: an answer that starts with ``NO_REWRITE`` declines (even if
     it goes on to quote the query); otherwise the query :func:`polysql.llm.extract.extract_sql` finds
     is the rewrite; otherwise ``NO_REWRITE`` anywhere in the text declines; otherwise the answer is
-    unusable and becomes a ``method_error`` naming the extraction failure. An endpoint that keeps
-    failing (:class:`LLMError`) is a ``method_error`` too.
+    unusable and becomes a ``method_error`` naming the extraction failure. A request the endpoint
+    rejects (:class:`LLMError`, HTTP 400) is a ``method_error`` too; an endpoint that gives no
+    answer at all (:class:`LLMUnavailableError`) is an outage, not the method's answer, and is
+    raised for the run to stop scoring this method.
     """
 
     def __init__(self, client: LLMClient, template: str = "rewrite_v1") -> None:
@@ -355,6 +357,8 @@ class LLMRewriteMethod:
             meta.update(prompt_template=prompt.template, prompt_version=prompt.version,
                         prompt_hash=prompt.hash)
             completion = self.client.complete(prompt.messages)
+        except LLMUnavailableError:
+            raise
         except LLMError as exc:
             return MethodAnswer("method_error", message=f"model call failed: {exc}", meta=meta)
         except Exception as exc:

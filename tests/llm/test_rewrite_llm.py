@@ -3,14 +3,17 @@ the real llama.cpp server (SmolLM2-135M) for whatever a tiny model really says."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlglot
+from click.testing import CliRunner
 
 from polysql.analysis.rewrite.model import ANSWER_KINDS
-from polysql.core.errors import ConfigError
+from polysql.cli.main import EXIT_INCOMPLETE, main
+from polysql.core.errors import ConfigError, LLMUnavailableError
 from polysql.datasets.rewrite.cases import Contract, DatabaseRef, RewriteCase
 from polysql.llm.client import LLMClient, ModelConfig, ResponseCache
 from polysql.rewrite.methods import NO_REWRITE, LLMRewriteMethod, MethodRequest
@@ -90,14 +93,61 @@ def test_scripted_answers_are_cached(openai_emulator: Any, tmp_path: Path) -> No
     assert first.sql == second.sql and first.meta["tokens"] == second.meta["tokens"]
 
 
-def test_scripted_server_error_past_retries(openai_emulator: Any) -> None:
+def test_scripted_server_error_past_retries_is_an_outage_not_an_answer(
+        openai_emulator: Any) -> None:
     openai_emulator.script(then=openai_emulator.reply(status=500))
+    with pytest.raises(LLMUnavailableError, match=r"failed after 3 attempt\(s\).*HTTP 500"):
+        method_for(openai_emulator.base_url)(make_case(), SCHEMA)
+    assert len(openai_emulator.requests) == 3  # the first attempt and max_retries = 2
+
+
+def test_scripted_rejected_request_is_the_methods_error(openai_emulator: Any) -> None:
+    """The endpoint answered, refusing this request (too long, say): that is the method's."""
+    openai_emulator.script(then=openai_emulator.reply(status=400,
+                                                      error="maximum context length exceeded"))
     answer = method_for(openai_emulator.base_url)(make_case(), SCHEMA)
     assert answer.kind == "method_error"
-    assert answer.message is not None
-    assert answer.message.startswith("model call failed:")
-    assert "failed after 3 attempt(s)" in answer.message and "HTTP 500" in answer.message
-    assert len(openai_emulator.requests) == 3  # the first attempt and max_retries = 2
+    assert answer.message is not None and answer.message.startswith("model call failed:")
+    assert "HTTP 400" in answer.message
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_a_rewrite_run_with_the_model_down_scores_nothing_of_that_method(
+        openai_emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An outage must not count as the method's generation failures: the LLM method gets no
+    row, the other methods are scored, and the screen and the report say the run is incomplete."""
+    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+    root, out = tmp_path / "cases", tmp_path / "out"
+    for engine in ("duckdb", "sqlite"):
+        code, output = _cli("rewrite", "new-case", f"demo-{engine}", "--engine", engine,
+                            "--pool", "scratch", "--root", str(root))
+        assert code == 0, output
+    config = tmp_path / "polysql.toml"
+    config.write_text(f'[models.emu]\nbase_url = "{openai_emulator.base_url}"\nmodel = "m"\n'
+                      "max_retries = 1\nbackoff_base = 0.01\nbackoff_max = 0.02\n",
+                      encoding="utf-8")
+    openai_emulator.script(then=openai_emulator.reply(status=503, error="overloaded"))
+    code, output = _cli("rewrite", "run", "--cases", str(root), "--runs", "1", "--out", str(out),
+                        "--config", str(config), "-m", "identity", "-m", "llm:emu")
+    assert code == EXIT_INCOMPLETE, output
+    assert "INCOMPLETE" in output and "llm:emu was not scored" in output
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert {row["method"] for row in ledger["rows"]} == {"identity"}
+    assert len(ledger["rows"]) == 2
+    assert "HTTP 503" in ledger["unscored"]["llm:emu"]
+    report = (out / "rewrite_report.md").read_text()
+    assert "Not scored" in report and "`llm:emu`" in report
+    assert len(openai_emulator.requests) == 2  # one case asked (with its retry), then it stopped
+
+    # Nothing scored at all: no report is written, and the exit still says incomplete.
+    code, output = _cli("rewrite", "run", "--cases", str(root), "--runs", "1",
+                        "--out", str(tmp_path / "none"), "--config", str(config), "-m", "llm:emu")
+    assert code == EXIT_INCOMPLETE and "llm:emu was not scored" in output
+    assert not (tmp_path / "none").exists()
 
 
 @pytest.mark.parametrize(("text", "kind", "detail"), [

@@ -161,10 +161,11 @@ def _database_file(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-def _scan_in_parallel(path: str, names: list[str], workers: int, *,
-                      read_ahead: bool) -> list[SourceTable]:
+def _scan_in_parallel(path: str, names: list[str], workers: int, *, read_ahead: bool,
+                      by_size: list[str]) -> list[SourceTable]:
     """Each worker thread scans whole tables through its own read-only connection: the scan
-    runs inside SQLite, which releases the GIL, so tables are measured on several cores."""
+    runs inside SQLite, which releases the GIL, so tables are measured on several cores. Tables
+    are taken in ``by_size`` order and returned in ``names`` order."""
     local = threading.local()
     opened: list[sqlite3.Connection] = []
     uri = f"file:{urllib.parse.quote(path)}?mode=ro"
@@ -179,7 +180,10 @@ def _scan_in_parallel(path: str, names: list[str], workers: int, *,
 
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polysql-scan") as pool:
-            return list(pool.map(scan, names))
+            # Largest first: the big tables are scanned side by side and the small ones fill
+            # in after, instead of one big table starting last on a thread of its own.
+            scanned = dict(zip(by_size, pool.map(scan, by_size), strict=True))
+        return [scanned[name] for name in names]
     finally:
         for conn in opened:
             conn.close()
@@ -195,7 +199,9 @@ def introspect(conn: sqlite3.Connection, *, read_ahead: bool = False) -> list[So
     workers = min(len(names), os.cpu_count() or 1)
     if path is not None and workers > 1:
         try:
-            return _scan_in_parallel(path, names, workers, read_ahead=read_ahead)
+            by_size = sorted(names, key=lambda name: _row_count(conn, name), reverse=True)
+            return _scan_in_parallel(path, names, workers, read_ahead=read_ahead,
+                                     by_size=by_size)
         except sqlite3.Error:
             pass  # e.g. the file cannot be opened a second time: scan on this connection
     return [introspect_table(conn, name, path, read_ahead=read_ahead) for name in names]

@@ -241,6 +241,26 @@ def _given_twice(bundles: Sequence[Bundle]) -> tuple[str, str] | None:
     return None
 
 
+def _dataset_mismatches(bundles: Sequence[Bundle]) -> list[str]:
+    """One line per pair of bundles that name the same dataset but were run on different
+    versions of it (different fingerprints): their numbers are not comparable on one board."""
+    first: dict[str, tuple[str, Bundle]] = {}
+    lines = []
+    for bundle in bundles:
+        dataset = bundle.manifest.get("dataset") or {}
+        name, fingerprint = dataset.get("name"), dataset.get("fingerprint")
+        if not isinstance(name, str) or not isinstance(fingerprint, str):
+            continue  # a malformed manifest: validate_bundle says so
+        seen = first.setdefault(name, (fingerprint, bundle))
+        if seen[0] != fingerprint:
+            lines.append(f"bundles {label(seen[1])} and {label(bundle)} both report dataset "
+                         f"{name!r} but with different fingerprints ({seen[0]} and "
+                         f"{fingerprint}): they were run on different versions of it, so their "
+                         "numbers are not comparable side by side; build them as separate "
+                         "boards, or re-run one sweep on the other's dataset")
+    return lines
+
+
 def _twice_message(first: str, second: str) -> str:
     given = f"{first} is given twice" + (f" (as {first} and {second})" if first != second else "")
     return f"{given}: it would clash with itself on every result; give each bundle once"
@@ -332,6 +352,9 @@ def merge_bundles(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
     twice = _given_twice(bundles)
     if twice is not None:
         raise BundleError(_twice_message(*twice))
+    mismatches = _dataset_mismatches(bundles)
+    if mismatches:
+        raise BundleError("; ".join(mismatches))
     merge, clashes = _resolve(bundles, renames, prefer)
     if clashes:
         raise BundleError("; ".join(clash_message(c) for c in clashes))
@@ -341,13 +364,15 @@ def merge_bundles(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
 def set_problems(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
                  prefer: Sequence[str] = ()) -> list[Problem]:
     """What is wrong with building these bundles together (each may be valid alone):
-    ``duplicate_bundle``, ``clash`` (one per clashing pair), and ``warn_overridden`` for the
-    results ``--prefer`` overrides. Flags naming no bundle or predictor raise ConfigError."""
+    ``duplicate_bundle``, ``dataset_versions`` (one dataset name, two fingerprints), ``clash``
+    (one per clashing pair), and ``warn_overridden`` for the results ``--prefer`` overrides.
+    Flags naming no bundle or predictor raise ConfigError."""
     twice = _given_twice(bundles)
     if twice is not None:
         return [Problem("duplicate_bundle", _twice_message(*twice))]
     merge, clashes = _resolve(bundles, renames, prefer)
-    return ([Problem("clash", clash_message(c)) for c in clashes]
+    return ([Problem("dataset_versions", line) for line in _dataset_mismatches(bundles)]
+            + [Problem("clash", clash_message(c)) for c in clashes]
             + [Problem("warn_overridden", line.removeprefix("overridden: "))
                for line in override_messages(merge.overrides)])
 

@@ -172,7 +172,9 @@ def write_ledger(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
 
 
 def load_ledger(path: str | Path) -> list[CaseOutcome]:
-    """The outcomes of a ``ledger.json`` written by :func:`write_ledger`."""
+    """The outcomes of a ``ledger.json`` written by :func:`write_ledger`; a ledger of an
+    incomplete run (a method left unscored) is refused, so no table built from it leaves that
+    method out without a word."""
 
     file = Path(path)
     try:
@@ -184,6 +186,13 @@ def load_ledger(path: str | Path) -> list[CaseOutcome]:
     if document.get("version") != LEDGER_VERSION:
         raise ResultsStoreError(f"{file}: ledger version {document.get('version')!r} is not "
                                 f"{LEDGER_VERSION}")
+    unscored = document.get("unscored") or {}
+    if unscored:
+        listing = "; ".join(f"{name}: {why}" for name, why in unscored.items())
+        raise ResultsStoreError(f"{file} is the ledger of an incomplete rewrite run: no outcome "
+                                f"of {', '.join(unscored)} was scored because its model endpoint "
+                                f"gave no answer ({listing}); run `polysql rewrite run` again "
+                                "once the endpoint answers")
     outcomes = []
     for number, row in enumerate(document.get("rows", []), start=1):
         try:

@@ -239,3 +239,26 @@ def test_the_site_shows_renamed_and_overridden_results(pair: tuple[Bundle, Bundl
     model_page = (tmp_path / "preferred" / "models" / "transpile.html").read_text()
     assert "<h3><span class=\"name\">a</span></h3>" in model_page
     assert "<h3><span class=\"name\">b</span></h3>" not in model_page
+
+
+def test_one_dataset_name_with_two_fingerprints_is_not_one_board(tmp_path: Path) -> None:
+    """Two sweeps of different versions of 'demo' (say, questions fixed in between) would sit
+    side by side as if comparable: refused, naming both bundles and both fingerprints."""
+    first = _bundle(tmp_path, "a", "m1", seed=1)
+    folder = write_bundle(tmp_path / "b", "m2", "demo",
+                          generated_records("m2", "demo", 20, CHANCES, seed=2))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["dataset"]["fingerprint"] = "1" * 64
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    second = read_bundle(folder)
+    with pytest.raises(BundleError) as caught:
+        merge_bundles([first, second])
+    message = str(caught.value)
+    assert f"bundles {first.source} and {second.source} both report dataset 'demo'" in message
+    assert "0" * 64 in message and "1" * 64 in message
+    assert [p.code for p in set_problems([first, second])] == ["dataset_versions"]
+    with pytest.raises(BundleError, match="different fingerprints"):
+        build_site([first, second], tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+    # the same version of the dataset merges as before
+    assert len(merge_bundles([first, _bundle(tmp_path, "c", "m3", seed=3)]).bundles) == 2

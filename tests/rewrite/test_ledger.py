@@ -277,6 +277,21 @@ def test_load_ledger_refuses_other_files(tmp_path: Path) -> None:
         load_ledger(tmp_path / "missing.json")
 
 
+def test_the_ledger_of_an_incomplete_run_says_so_and_is_not_read_as_complete(
+        outcomes: list[CaseOutcome], tmp_path: Path) -> None:
+    why = "model 'emu' at http://127.0.0.1:9/v1 failed after 2 attempt(s): cannot connect"
+    paths = write_report(outcomes, tmp_path, unscored={"llm:emu": why})
+    document = json.loads((tmp_path / "ledger.json").read_text(encoding="utf-8"))
+    assert document["unscored"] == {"llm:emu": why}
+    assert "llm:emu" not in {row["method"] for row in document["rows"]}
+    report = (tmp_path / "rewrite_report.md").read_text(encoding="utf-8")
+    assert report.index("## Not scored") < report.index("## All cases")
+    assert f"- `llm:emu`: {why}" in report
+    assert tmp_path / "rewrite_report.md" in paths
+    with pytest.raises(ResultsStoreError, match="incomplete rewrite run: no outcome of llm:emu"):
+        load_ledger(tmp_path / "ledger.json")
+
+
 def test_tables_and_report(outcomes: list[CaseOutcome], tmp_path: Path) -> None:
     paths = write_tables(outcomes, tmp_path, sensitivity=True)
     assert [p.name for p in paths] == ["rewrite_table.csv", "rewrite_table.json",

@@ -248,6 +248,13 @@ class Backend(ABC):
         """A digest identifying the database's content, used to make loads idempotent."""
         raise NotImplementedError(f"{self.name} backend cannot serve as a load source yet")
 
+    def change_marker(self) -> str | None:
+        """A cheap token, read from the engine's own bookkeeping, that changes when rows of the
+        database change -- also changes that keep every row count (an UPDATE) -- so results
+        cached on a database polysql did not load are not served after it changed. None when
+        the engine keeps no such bookkeeping (then only the schema and row counts tell)."""
+        return None
+
     def coercions(self) -> list[Coercion]:
         """Values whose stored form disagreed with the type chosen for them when serving as a
         load source (dynamically typed sources such as SQLite); typed engines have none."""

@@ -42,7 +42,7 @@ from polysql.backends.mysql.connect import (
 )
 from polysql.backends.mysql.errors_routines import RoutineLookup
 from polysql.backends.mysql.execute import Backstop, Flavor, run_statement
-from polysql.backends.mysql.introspect import introspect
+from polysql.backends.mysql.introspect import change_marker, introspect
 from polysql.backends.mysql.load import LoadSettings, drop_loaded_database, load_into_mysql
 from polysql.backends.mysql.setup import (
     EvaluationLogin,
@@ -316,16 +316,29 @@ class MySQLBackend(Backend):
         """The loaded database's tables: physical types as declared, logical types, keys."""
 
         database = self._require_database("introspect")
-        login = self.login
-        if self.read_only:
-            evaluation = self._evaluation_pool()
-            if isinstance(evaluation, Result):
-                raise EngineError(f"cannot read the schema of {database!r}: "
-                                  f"{evaluation.error.message if evaluation.error else ''}")
-            login = evaluation[2]
-        conn = open_connection(login, conv=DECODERS)
+        conn = open_connection(self._reading_login(database), conv=DECODERS)
         try:
             return introspect(conn, database)
+        finally:
+            conn.close()
+
+    def _reading_login(self, database: str) -> Login:
+        """The login that reads the catalog: the evaluation login on a read-only connection."""
+        if not self.read_only:
+            return self.login
+        evaluation = self._evaluation_pool()
+        if isinstance(evaluation, Result):
+            raise EngineError(f"cannot read the schema of {database!r}: "
+                              f"{evaluation.error.message if evaluation.error else ''}")
+        return evaluation[2]
+
+    def change_marker(self) -> str | None:
+        """See :func:`polysql.backends.mysql.introspect.change_marker`."""
+
+        database = self._require_database("read the change times of")
+        conn = open_connection(self._reading_login(database), conv=DECODERS)
+        try:
+            return change_marker(conn, database)
         finally:
             conn.close()
 

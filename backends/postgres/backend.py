@@ -46,7 +46,7 @@ from polysql.backends.postgres.connect import (
     open_connection,
 )
 from polysql.backends.postgres.execute import run_statement
-from polysql.backends.postgres.introspect import read_tables
+from polysql.backends.postgres.introspect import change_marker, read_tables
 from polysql.backends.postgres.load import load_into_postgres
 from polysql.backends.postgres.setup import (
     DEFAULT_READER,
@@ -254,6 +254,16 @@ class PostgresBackend(Backend):
                 return read_tables(conn)
         except psycopg.Error as exc:
             raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+
+    def change_marker(self) -> str | None:
+        """See :func:`polysql.backends.postgres.introspect.change_marker`."""
+
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                return change_marker(conn)
+        except psycopg.Error as exc:
+            raise EngineError(f"cannot read the change counters of {self!r}: {exc}") from exc
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None, replace: bool = False,

@@ -81,3 +81,17 @@ def read_tables(conn: psycopg.Connection, *, schema: str = EVALUATION_SCHEMA,
         tables.append(Table(name, columns[oid], primary_key=primary.get(oid, ()),
                             foreign_keys=foreign[oid], row_count=count, indexes=indexes[oid]))
     return tables
+
+
+def change_marker(conn: psycopg.Connection, *, schema: str = EVALUATION_SCHEMA) -> str:
+    """Per table of ``schema``: its storage file (TRUNCATE and rewrites give a new one) and the
+    rows the statistics collector saw inserted, updated and deleted since its last reset. Reads
+    never move them; a change made by a session still open shows once that session's counters are
+    flushed (at its exit, or within seconds while it idles)."""
+    rows = conn.execute(
+        """SELECT c.relname, pg_relation_filenode(c.oid), s.n_tup_ins, s.n_tup_upd, s.n_tup_del
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
+           WHERE n.nspname = %s AND c.relkind IN ('r', 'p') ORDER BY c.oid""",
+        (schema,)).fetchall()
+    return ";".join(",".join(str(part) for part in row) for row in rows)

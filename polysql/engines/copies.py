@@ -156,13 +156,17 @@ def names_existing(engine: str | URL) -> bool:
     return DB_ID_PLACEHOLDER in (engine_url(engine).database or "")
 
 
-def existing_fingerprint(tables: Sequence[Table]) -> str:
-    """A digest of what an existing database holds as far as evaluated SQL can tell cheaply:
-    every table's name, columns, keys and row count. A change of data that keeps every count
-    (an UPDATE) is not seen; a load's fingerprint, of the source's content, would be."""
-    return content_digest("existing", [
+def existing_fingerprint(tables: Sequence[Table], change_marker: str | None = None) -> str:
+    """A digest of what an existing database holds as far as can be told cheaply: every
+    table's name, columns, keys and row count, and the engine's ``change_marker`` (its own record
+    of row changes, see :meth:`~polysql.backends.base.Backend.change_marker`), which also moves on
+    a change that keeps every count (an UPDATE). Without a marker such a change is not seen."""
+    described = [
         (table.name, [(c.name, str(c.type), c.nullable, c.declared_type) for c in table.columns],
-         list(table.primary_key), table.row_count) for table in tables])
+         list(table.primary_key), table.row_count) for table in tables]
+    if change_marker is None:  # the digest of engines without a marker stays what it was
+        return content_digest("existing", described)
+    return content_digest("existing", [described, change_marker])
 
 
 def open_existing(engine: str | URL, *, db_id: str, **options: Any) -> EvaluationCopy:
@@ -178,11 +182,12 @@ def open_existing(engine: str | URL, *, db_id: str, **options: Any) -> Evaluatio
         raise _client_failed(backend, exc) from exc
     try:
         tables = opened.tables()  # one read: it counts every table's rows
+        marker = opened.change_marker()
     except BaseException:
         opened.close()
         raise
     shown = url.render_as_string(hide_password=True)
-    report = LoadReport(source=shown, target=shown, fingerprint=existing_fingerprint(tables),
+    report = LoadReport(source=shown, target=shown, fingerprint=existing_fingerprint(tables, marker),
                         skipped=True, tables={t.name: t.row_count or 0 for t in tables})
     return EvaluationCopy(engine_name(backend, base), url, opened, report)
 

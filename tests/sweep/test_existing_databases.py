@@ -2,13 +2,15 @@
 plain SQL scripts by an administrator, reached through SELECT-only logins with an engine URL whose
 database part is ``{db_id}``.
 
-Nothing is loaded into them; the records are bound to what each database holds (its own schema
-and row counts), so a change there re-evaluates the records made on it."""
+Nothing is loaded into them; the records are bound to what each database holds (its own schema,
+row counts and the engine's record of row changes), so a change there re-evaluates the records
+made on it."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +142,40 @@ def test_a_changed_existing_database_re_evaluates_its_records(
     finally:
         with pg_fixtures.admin_connection(servers.pg_admin, servers.db_id) as conn:
             conn.execute("DELETE FROM invoice WHERE id = 4")
+
+
+def test_an_update_that_keeps_every_row_count_re_evaluates_too(
+        tmp_path: Path, dataset: Path, servers: Servers) -> None:
+    """Schema and row counts alone would call the database unchanged and serve the records (and
+    cached results) made on the old values; each engine's own record of row changes tells."""
+    run = tmp_path / "run"
+    args = ("--dataset", f"bird:{dataset}", "--engines", servers.engines(),
+            "--predictor", "gold", "--out", str(run))
+    code, output = sweep(*args)
+    assert code == 0, output
+    time.sleep(1.1)  # MySQL keeps the time of a table's last change to the second
+    with pg_fixtures.admin_connection(servers.pg_admin, servers.db_id) as conn:
+        conn.execute("UPDATE invoice SET total = 99.00 WHERE id = 3")
+    my = mysql_fixtures.admin_connection(servers.my_admin)
+    try:
+        with my.cursor() as cur:
+            cur.execute(f"UPDATE `{servers.db_id}`.invoice SET total = 99.00 WHERE id = 3")
+        my.commit()
+        code, output = sweep(*args)
+        assert code == 0, output
+        latest = {(r["engine"], r["question_id"]): r["status"]
+                  for r in ResultsStore(run).records()}
+        # q2 sums the totals: re-evaluated on both servers, and no longer the SQLite answer
+        assert latest[("pg", "q2")] == "mismatch" and latest[("my", "q2")] == "mismatch"
+        assert latest[("sqlite", "q2")] == "match"
+        assert f"{len(QUESTIONS)} resumed" in output  # only the SQLite records
+    finally:
+        with pg_fixtures.admin_connection(servers.pg_admin, servers.db_id) as conn:
+            conn.execute("UPDATE invoice SET total = 7.25 WHERE id = 3")
+        with my.cursor() as cur:
+            cur.execute(f"UPDATE `{servers.db_id}`.invoice SET total = 7.25 WHERE id = 3")
+        my.commit()
+        my.close()
 
 
 def test_a_login_from_polysql_reader_create_sweeps_the_existing_databases(

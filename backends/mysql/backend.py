@@ -15,10 +15,11 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+import pymysql
 from sqlalchemy.engine import URL
 
 from polysql.backends._common.cancel import Flight, Flights
@@ -66,6 +67,7 @@ DEFAULT_POOL_SIZE = 4
 # has not stopped; the server's own timeout normally ends it well before.
 DEFAULT_BACKSTOP_GRACE = 2.0
 _OPTIONS = ("read_only", "pool_size", "screen", "collation", "reader_host", "backstop_grace")
+_T = TypeVar("_T")
 
 
 def evaluation_database_name(dataset: str, db_id: str) -> str:
@@ -316,31 +318,30 @@ class MySQLBackend(Backend):
         """The loaded database's tables: physical types as declared, logical types, keys."""
 
         database = self._require_database("introspect")
-        conn = open_connection(self._reading_login(database), conv=DECODERS)
+        return self._read_catalog(database, lambda conn: introspect(conn, database))
+
+    def _read_catalog(self, database: str,
+                      read: Callable[[pymysql.connections.Connection], _T]) -> _T:
+        """``read`` run on a connection of its own, as the evaluation login on a read-only
+        backend."""
+        login = self.login
+        if self.read_only:
+            evaluation = self._evaluation_pool()
+            if isinstance(evaluation, Result):
+                raise EngineError(f"cannot read the schema of {database!r}: "
+                                  f"{evaluation.error.message if evaluation.error else ''}")
+            login = evaluation[2]
+        conn = open_connection(login, conv=DECODERS)
         try:
-            return introspect(conn, database)
+            return read(conn)
         finally:
             conn.close()
-
-    def _reading_login(self, database: str) -> Login:
-        """The login that reads the catalog: the evaluation login on a read-only connection."""
-        if not self.read_only:
-            return self.login
-        evaluation = self._evaluation_pool()
-        if isinstance(evaluation, Result):
-            raise EngineError(f"cannot read the schema of {database!r}: "
-                              f"{evaluation.error.message if evaluation.error else ''}")
-        return evaluation[2]
 
     def change_marker(self) -> str | None:
         """See :func:`polysql.backends.mysql.introspect.change_marker`."""
 
         database = self._require_database("read the change times of")
-        conn = open_connection(self._reading_login(database), conv=DECODERS)
-        try:
-            return change_marker(conn, database)
-        finally:
-            conn.close()
+        return self._read_catalog(database, lambda conn: change_marker(conn, database))
 
     def load(self, source: Backend, *, fingerprint: str | None = None, replace: bool = False,
              names: str = "exact") -> LoadReport:

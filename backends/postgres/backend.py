@@ -18,9 +18,9 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 from sqlalchemy.engine import URL
@@ -65,6 +65,7 @@ from polysql.core.urls import parse_url
 
 DEFAULT_POOL_SIZE = 4
 _OPTIONS = ("read_only", "pool_size", "reader_role", "screen", "server_timeout")
+_T = TypeVar("_T")
 
 
 def evaluation_database_name(dataset: str, db_id: str) -> str:
@@ -247,23 +248,20 @@ class PostgresBackend(Backend):
     # -- introspection -----------------------------------------------------------------------
     def tables(self) -> list[Table]:
         """The evaluation database's tables as PostgreSQL holds them (``public`` schema)."""
-
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                return read_tables(conn)
-        except psycopg.Error as exc:
-            raise EngineError(f"cannot read the tables of {self!r}: {exc}") from exc
+        return self._read_catalog(read_tables, "the tables")
 
     def change_marker(self) -> str | None:
         """See :func:`polysql.backends.postgres.introspect.change_marker`."""
+        return self._read_catalog(change_marker, "the change counters")
 
+    def _read_catalog(self, read: Callable[[psycopg.Connection], _T], what: str) -> _T:
+        """``read`` run on a pooled connection inside a read-only transaction."""
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY")
-                return change_marker(conn)
+                return read(conn)
         except psycopg.Error as exc:
-            raise EngineError(f"cannot read the change counters of {self!r}: {exc}") from exc
+            raise EngineError(f"cannot read {what} of {self!r}: {exc}") from exc
 
     # -- load target -------------------------------------------------------------------------
     def load(self, source: Backend, *, fingerprint: str | None = None, replace: bool = False,

@@ -241,7 +241,7 @@ def _given_twice(bundles: Sequence[Bundle]) -> tuple[str, str] | None:
     return None
 
 
-def _dataset_mismatches(bundles: Sequence[Bundle]) -> list[str]:
+def _dataset_versions(bundles: Sequence[Bundle]) -> list[str]:
     """One line per pair of bundles that name the same dataset but were run on different
     versions of it (different fingerprints): their numbers are not comparable on one board."""
     first: dict[str, tuple[str, Bundle]] = {}
@@ -352,9 +352,9 @@ def merge_bundles(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
     twice = _given_twice(bundles)
     if twice is not None:
         raise BundleError(_twice_message(*twice))
-    mismatches = _dataset_mismatches(bundles)
-    if mismatches:
-        raise BundleError("; ".join(mismatches))
+    versions = _dataset_versions(bundles)
+    if versions:
+        raise BundleError("; ".join(versions))
     merge, clashes = _resolve(bundles, renames, prefer)
     if clashes:
         raise BundleError("; ".join(clash_message(c) for c in clashes))
@@ -371,7 +371,7 @@ def set_problems(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
     if twice is not None:
         return [Problem("duplicate_bundle", _twice_message(*twice))]
     merge, clashes = _resolve(bundles, renames, prefer)
-    return ([Problem("dataset_versions", line) for line in _dataset_mismatches(bundles)]
+    return ([Problem("dataset_versions", line) for line in _dataset_versions(bundles)]
             + [Problem("clash", clash_message(c)) for c in clashes]
             + [Problem("warn_overridden", line.removeprefix("overridden: "))
                for line in override_messages(merge.overrides)])

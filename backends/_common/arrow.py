@@ -34,7 +34,7 @@ def arrow_schema(table: Table) -> pa.Schema:
 
 def number_scalar(value: float, type_: pa.DataType) -> pa.Scalar:
     """``value`` as an Arrow scalar of the fixed-width numeric type ``type_`` (int64, float64...)."""
-    data = np.array([value], dtype=type_.to_pandas_dtype())
+    data = np.array([value], dtype=type_.to_pandas_dtype())  # a NumPy dtype; imports no pandas
     return pa.Array.from_buffers(type_, 1, [None, pa.py_buffer(data)])[0]
 
 
@@ -45,12 +45,6 @@ def text_scalar(value: str, *, large: bool = False) -> pa.Scalar:
     offsets = np.array([0, len(encoded)], np.int64 if large else np.int32)
     return pa.Array.from_buffers(type_, 1, [None, pa.py_buffer(offsets),
                                             pa.py_buffer(encoded)])[0]
-
-
-def bool_array(mask: np.ndarray) -> pa.Array:
-    """A NumPy boolean mask as an Arrow boolean array (no nulls)."""
-    bits = np.packbits(np.asarray(mask, dtype=bool), bitorder="little")
-    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, pa.py_buffer(bits)])
 
 
 def valid_mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:

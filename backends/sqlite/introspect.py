@@ -47,9 +47,10 @@ class SourceTable:
 
 
 def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = None, *,
-                     read_ahead: bool = False) -> SourceTable:
+                     read_ahead: bool = False, rows: int | None = None) -> SourceTable:
     """One table; ``path``: the database file, for the single-read columnar scan, whose values
-    are kept in ``read_ahead`` form when asked."""
+    are kept in ``read_ahead`` form when asked. ``rows``: the table's row count, when counted
+    already."""
     info = conn.execute("SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)",
                         (name,)).fetchall()
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
@@ -57,7 +58,7 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
     declared = [(row[0], row[1] or "") for row in info]
     scanned, counted = None, None
     if path is not None:
-        counted = _row_count(conn, name)
+        counted = rows if rows is not None else _row_count(conn, name)
         if fits_in_memory(counted, len(declared)):
             # The columnar scan holds the whole table in memory; a larger one is measured by
             # the aggregate scan, which streams.
@@ -161,11 +162,11 @@ def _database_file(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-def _scan_in_parallel(path: str, names: list[str], workers: int, *, read_ahead: bool,
-                      by_size: list[str]) -> list[SourceTable]:
+def _scan_in_parallel(path: str, counts: dict[str, int], workers: int, *,
+                      read_ahead: bool) -> list[SourceTable]:
     """Each worker thread scans whole tables through its own read-only connection: the scan
-    runs inside SQLite, which releases the GIL, so tables are measured on several cores. Tables
-    are taken in ``by_size`` order and returned in ``names`` order."""
+    runs inside SQLite, which releases the GIL, so tables are measured on several cores.
+    ``counts``: every table's row count, in the order the tables are returned."""
     local = threading.local()
     opened: list[sqlite3.Connection] = []
     uri = f"file:{urllib.parse.quote(path)}?mode=ro"
@@ -176,14 +177,15 @@ def _scan_in_parallel(path: str, names: list[str], workers: int, *, read_ahead: 
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             opened.append(conn)
             local.conn = conn
-        return introspect_table(conn, name, path, read_ahead=read_ahead)
+        return introspect_table(conn, name, path, read_ahead=read_ahead, rows=counts[name])
 
+    # Largest first: the big tables are scanned side by side and the small ones fill in after,
+    # instead of one big table starting last on a thread of its own.
+    by_size = sorted(counts, key=counts.__getitem__, reverse=True)
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polysql-scan") as pool:
-            # Largest first: the big tables are scanned side by side and the small ones fill
-            # in after, instead of one big table starting last on a thread of its own.
             scanned = dict(zip(by_size, pool.map(scan, by_size), strict=True))
-        return [scanned[name] for name in names]
+        return [scanned[name] for name in counts]
     finally:
         for conn in opened:
             conn.close()
@@ -199,9 +201,8 @@ def introspect(conn: sqlite3.Connection, *, read_ahead: bool = False) -> list[So
     workers = min(len(names), os.cpu_count() or 1)
     if path is not None and workers > 1:
         try:
-            by_size = sorted(names, key=lambda name: _row_count(conn, name), reverse=True)
-            return _scan_in_parallel(path, names, workers, read_ahead=read_ahead,
-                                     by_size=by_size)
+            counts = {name: _row_count(conn, name) for name in names}
+            return _scan_in_parallel(path, counts, workers, read_ahead=read_ahead)
         except sqlite3.Error:
             pass  # e.g. the file cannot be opened a second time: scan on this connection
     return [introspect_table(conn, name, path, read_ahead=read_ahead) for name in names]

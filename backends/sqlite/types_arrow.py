@@ -325,7 +325,7 @@ def _class_codes(fetched: pa.Table, width: int, coded: list[int]) -> list[np.nda
     but came without (an uncoded column the driver did not read as integers). None as a whole
     when the packed codes are not integers."""
     packed = []
-    packs = len(_class_code_columns([str(i) for i in coded]))
+    packs = -(-len(coded) // _COLUMNS_PER_CODE)  # as _class_code_columns packs them
     for column in fetched.columns[width:width + packs]:
         if column.type not in (pa.int64(), pa.null()) or column.null_count:
             return None

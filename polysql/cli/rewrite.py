@@ -185,7 +185,7 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
                 unscored[name] = str(exc)
                 progress.update(task, description=f"rewrite {name} [red]not scored[/]")
     if not outcomes:
-        _report_unscored(unscored)
+        _report_unscored(unscored, written=False)
         sys.exit(EXIT_INCOMPLETE)
     paths = write_report(outcomes, out, sensitivity=sensitivity, unscored=unscored)
     title = f"rewrite methods — {len(cases)} cases"
@@ -207,17 +207,18 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
     console.print(f"wrote {escape(', '.join(str(p) for p in paths))}")
     for line in skip_summary(skipped):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+    _report_unscored(unscored, written=True)  # before any exit below: it must be on screen
     problem = skip_failure(skipped, ran=len(cases), require_all=require_all)
     if problem is not None:
         console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
         sys.exit(EXIT_ENGINE)
     if unscored:
-        _report_unscored(unscored)
         sys.exit(EXIT_INCOMPLETE)
 
 
-def _report_unscored(unscored: dict[str, str]) -> None:
+def _report_unscored(unscored: dict[str, str], *, written: bool) -> None:
+    where = "here or in the written report" if written else "and no report was written"
     for name, why in unscored.items():
         console.print(f"[red]method {escape(name)} was not scored:[/] its model endpoint gave no "
-                      f"answer ({escape(why)}); none of its cases is counted, here or in the "
-                      "written report. Start or fix the endpoint and run again.", highlight=False)
+                      f"answer ({escape(why)}); none of its cases is counted, {where}. Start or "
+                      "fix the endpoint and run again.", highlight=False)

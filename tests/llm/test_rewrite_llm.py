@@ -147,6 +147,7 @@ def test_a_rewrite_run_with_the_model_down_scores_nothing_of_that_method(
     code, output = _cli("rewrite", "run", "--cases", str(root), "--runs", "1",
                         "--out", str(tmp_path / "none"), "--config", str(config), "-m", "llm:emu")
     assert code == EXIT_INCOMPLETE and "llm:emu was not scored" in output
+    assert "no report was written" in output
     assert not (tmp_path / "none").exists()
 
 

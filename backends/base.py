@@ -94,6 +94,10 @@ class EngineInfo:
     container: Container | None = None
     #: comments its SQL has beyond ``--`` and ``/* */`` (empty-statement detection)
     comments: CommentSyntax = STANDARD_COMMENTS
+    #: what an evaluation copy polysql builds on this engine holds beyond the source's tables, as
+    #: a short tag ("" for nothing). Records and cached results on built copies carry it, so a
+    #: copy whose shape changed (PostgreSQL's lower-case views) is evaluated again.
+    copy_layout: str = ""
 
     def display(self, alias: str | None = None) -> str:
         """The engine's name as people write it, or the flavor an alias stands for."""

@@ -74,6 +74,7 @@ INFO = EngineInfo(
     ),
     pitfalls=_PITFALLS,
     major_only_from=10,
+    copy_layout="lower-case views 1",
     container=Container("postgres:16", "polysql.backends.postgres.setup:start_container"),
 )
 

@@ -2,12 +2,13 @@
 
 Tables are built in a fresh staging schema, which nothing but the loading administrator can see
 (a new schema grants nothing to PUBLIC, and the reader role gets no USAGE on it): created empty,
-then filled over several connections at once, each table in a transaction of its own. Keys and
-indexes follow, and then one transaction renames the old ``public`` schema away and drops it,
-makes the staging schema ``public`` and grants the reader role SELECT on it. Until that COMMIT,
-evaluation connections keep seeing the previous content, so a half-loaded evaluation database
-cannot exist. An error or interrupt drops the staging schema; one a crash left behind is dropped
-by the next load into the database (loads into one database never overlap: they hold its lock).
+then filled over several connections at once, each table in a transaction of its own. Keys,
+indexes and the lower-case views of mixed-case tables (``load_views.py``) follow, and then one
+transaction renames the old ``public`` schema away and drops it, makes the staging schema
+``public`` and grants the reader role SELECT on it. Until that COMMIT, evaluation connections
+keep seeing the previous content, so a half-loaded evaluation database cannot exist. An error or
+interrupt drops the staging schema; one a crash left behind is dropped by the next load into the
+database (loads into one database never overlap: they hold its lock).
 
 The fingerprint and report live in ``polysql_meta`` (see ``setup.py``). The record is first
 marked "in progress" (empty fingerprint) and completed after COMMIT, so a crash between the two
@@ -39,6 +40,7 @@ from polysql.backends.postgres.load_copy import (
     create_tables,
     plan_tables,
 )
+from polysql.backends.postgres.load_views import add_folded_views
 from polysql.backends.postgres.setup import (
     MetaStore,
     create_database,
@@ -62,7 +64,8 @@ _STAGING_LIKE = r"polysql\_staging\_%"  # the prefix as a LIKE pattern (its _ ta
 _MAX_COPY_LANES = 4
 # What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
 # 2: secondary indexes and UNIQUE constraints are carried.
-LOAD_FORMAT = 2
+# 3: lower-case views let unquoted SQL reach mixed-case tables (load_views.py).
+LOAD_FORMAT = 3
 
 
 def _polysql_version() -> str:
@@ -135,6 +138,7 @@ def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], 
         copied = copy_tables(connect, staging, plans, source, workers=_copy_lanes(source))
         with conn.transaction():
             key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
+            add_folded_views(conn, staging, plans)
             _swap_in(conn, staging, database, reader)
     except BaseException:
         with contextlib.suppress(psycopg.Error):

@@ -39,7 +39,8 @@ from polysql.engines.loading import load
 from polysql.engines.registry import alias_url, backend_class, parse_url
 
 __all__ = ["DB_ID_PLACEHOLDER", "Built", "EvaluationCopies", "EvaluationCopy", "Source",
-           "build_copy", "copy_url", "engine_name", "engine_url", "names_existing", "open_copy",
+           "build_copy", "copy_url", "engine_name", "engine_url", "layout_digest", "names_existing",
+           "open_copy",
            "open_existing"]
 
 #: in an engine URL's database part: the databases exist already, one per db_id
@@ -154,6 +155,16 @@ def build_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
 def names_existing(engine: str | URL) -> bool:
     """Whether ``engine``'s URL names existing databases (its database part holds ``{db_id}``)."""
     return DB_ID_PLACEHOLDER in (engine_url(engine).database or "")
+
+
+def layout_digest(engine: str | URL) -> str | None:
+    """A digest of what copies polysql builds on ``engine`` hold beyond the source's tables
+    (:attr:`~polysql.backends.base.EngineInfo.copy_layout`); None when they hold nothing more, or
+    when the URL names existing databases, which polysql does not build."""
+    if names_existing(engine):
+        return None
+    layout = backend_class(engine_url(engine)).info.copy_layout
+    return content_digest("copy-layout", layout) if layout else None
 
 
 def existing_fingerprint(tables: Sequence[Table], change_marker: str | None = None) -> str:

@@ -15,9 +15,10 @@ from sqlalchemy.engine import URL
 
 from polysql.backends import catalog
 from polysql.backends.base import Backend
+from polysql.core.digest import content_digest
 from polysql.core.errors import ConfigError
 from polysql.core.schema import LoadReport
-from polysql.engines.copies import EvaluationCopies, engine_name
+from polysql.engines.copies import EvaluationCopies, engine_name, layout_digest
 from polysql.engines.registry import alias_url, backend_class, parse_url
 
 
@@ -80,9 +81,13 @@ class EngineFleet:
                                 source=source_url, name=spec.name).backend
 
     def fingerprint(self, spec: EngineSpec, db_id: str) -> str:
-        """Fingerprint of the source database behind an opened evaluation copy."""
+        """Fingerprint of what an opened evaluation copy holds: the source database's, and the
+        engine's copy layout when its copies hold more than the source's tables (so results
+        cached on a copy of another shape are not served)."""
         key = self._copies.key(spec.url, self.dataset_name, db_id, spec.name)
-        return self._copies.reports[key].fingerprint
+        fingerprint = self._copies.reports[key].fingerprint
+        layout = layout_digest(spec.url)
+        return fingerprint if layout is None else content_digest("copy", fingerprint, layout)
 
     def reconnect(self, spec: EngineSpec, db_id: str, source_url: str) -> Backend:
         """Drop a connection that died and open a fresh one (reloading if the copy is gone)."""

@@ -4,7 +4,8 @@ A record carries ``inputs``: a digest of the prediction's inputs (the SQL of a p
 the gold for ``gold``, sqlglot's version and the gold for ``transpile``, the prompt's ingredients
 and model settings for a model), of the gold SQL, and the fingerprint of the source database;
 on an engine whose databases polysql did not load (an existing database per db_id), also the
-fingerprint of that database. On resume a record whose digests differ from today's is
+fingerprint of that database, and on an engine whose built copies hold more than the source's
+tables (PostgreSQL's lower-case views), the digest of that layout. On resume a record whose digests differ from today's is
 re-evaluated; an identical one is kept.
 """
 
@@ -41,8 +42,9 @@ class RecordInputs:
         self._lock = threading.Lock()
 
     def target(self, engine: str, db_id: str) -> str | None:
-        """The fingerprint of an existing database ``engine`` evaluates on for ``db_id``; None
-        for a copy polysql builds from the source (the source's fingerprint covers it)."""
+        """The fingerprint of an existing database ``engine`` evaluates on for ``db_id``, or of
+        the layout of the copies it builds; None for a copy that holds only the source's tables
+        (the source's fingerprint covers it)."""
         key = (engine, db_id)
         with self._lock:
             if key not in self._targets:
@@ -60,6 +62,6 @@ class RecordInputs:
                   "gold": gold_digest(question),
                   "database": self.database(question.db_id)}
         target = self.target(engine.name, question.db_id)
-        if target is not None:  # only then: records on built copies keep the inputs they had
+        if target is not None:  # only then: records on plain built copies keep the inputs they had
             inputs["target"] = target
         return inputs

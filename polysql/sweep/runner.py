@@ -25,7 +25,7 @@ from polysql.core.predictor import Predictor
 from polysql.core.store import RUN_FILE, ResultsStore, RunPlan, record_key
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
-from polysql.engines.copies import names_existing, open_existing
+from polysql.engines.copies import layout_digest, names_existing, open_existing
 from polysql.engines.fleet import EngineFleet, parse_engine_specs
 from polysql.engines.registry import connect
 from polysql.llm.predictors import LLMOptions
@@ -62,7 +62,7 @@ class Sweep:
         self.store = ResultsStore(self.run_dir)
         self.problems: list[str] = []
         self.schemas = SchemaCatalog()  # schema text per (engine, database), for model prompts
-        self._inputs = RecordInputs(self._database_fingerprint, self._existing_fingerprint)
+        self._inputs = RecordInputs(self._database_fingerprint, self._target_fingerprint)
         self._crash: BaseException | None = None  # an error of the work thread, raised in run()
 
     def _make_predictors(self, config: SweepConfig) -> list[Predictor[Question]]:
@@ -85,13 +85,14 @@ class Sweep:
         with connect(self.dataset.database_url(db_id), read_only=True) as source:
             return source.fingerprint()
 
-    def _existing_fingerprint(self, engine: str, db_id: str) -> str | None:
-        """Content digest of the existing database an engine evaluates on for ``db_id`` (None
-        for engines whose copies polysql builds). One that cannot be reached now gets a digest
-        no record holds, so its work stays to do and is run (or found unavailable) later."""
+    def _target_fingerprint(self, engine: str, db_id: str) -> str | None:
+        """Content digest of the existing database an engine evaluates on for ``db_id``; for
+        engines whose copies polysql builds, the digest of their copy layout (None when a copy
+        holds only the source's tables). An existing database that cannot be reached now gets a
+        digest no record holds, so its work stays to do and is run (or found unavailable) later."""
         spec = next(s for s in self.engines if s.name == engine)
         if not names_existing(spec.url):
-            return None
+            return layout_digest(spec.url)
         try:
             with open_existing(spec.url, db_id=db_id) as copy:
                 return copy.report.fingerprint

@@ -297,6 +297,9 @@ HOSTILE = [
     "DO $$ BEGIN DELETE FROM \"Customer\"; END $$",
     "VACUUM \"Customer\"",
     "CREATE EXTENSION IF NOT EXISTS dblink",
+    "DROP VIEW customer",
+    "CREATE OR REPLACE VIEW customer AS SELECT 1 AS id",
+    "UPDATE customer SET name = 'x'",
 ]
 
 
@@ -305,7 +308,7 @@ def test_hostile_statements_are_refused_and_change_nothing(loader, evaluation_ur
                                                            screened) -> None:
     database = make_url(evaluation_url).database
     before = fx.checksum(admin_url, database)
-    assert set(before) == {"Customer", "order"}
+    assert set(before) == {"Customer", "order", "customer"}  # customer: the lower-case view
     outcomes = {}
     with loader.evaluation(evaluation_url, screen=screened) as backend:
         for statement in HOSTILE:

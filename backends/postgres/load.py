@@ -156,7 +156,7 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
     """The PostgreSQL side of ``polysql.load``, run on an administrator's connection."""
     if target.read_only:
         raise LoadError(f"{target!r} was opened read-only; connect with read_only=False to load")
-    check_mode(names)
+    mode = check_mode(names)
     database = target.url.database
     if not database:
         raise LoadError(f"{target!r} names no database to load into: use "
@@ -165,6 +165,8 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
     if problem:
         raise LoadError(f"cannot load into PostgreSQL: {problem}")
     fingerprint = fingerprint or source.fingerprint()
+    if mode != "exact":  # a copy under other names is a different copy: never skip into it
+        fingerprint = f"{fingerprint}+names={mode}"
     origin, destination = source_name(source), source_name(target)
     admin = target.url
     store = MetaStore.open(admin, create=True)
@@ -196,7 +198,7 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
                                            autocommit=True)
 
                 timed_report = timed(lambda: _build(conn, connect, source, database=database,
-                                                    reader=reader, names=names, report=report))
+                                                    reader=reader, names=mode, report=report))
             finally:
                 conn.close()
             store.record(database, fingerprint=fingerprint, reader=reader,

@@ -226,6 +226,8 @@ def load_into_snowflake(target: SnowflakeBackend, source: Backend, *, fingerprin
         if problem:
             raise LoadError(f"cannot load into Snowflake: {problem}")
     fingerprint = fingerprint or source.fingerprint()
+    if mode != "exact":  # a copy under other names is a different copy: never skip into it
+        fingerprint = f"{fingerprint}+names={mode}"
     origin, destination = source_name(source), source_name(target)
     reader = target.reader_role or ""
     session = target.load_session()

@@ -43,6 +43,7 @@ OPTIONAL_BEHAVIOURS = {
     "foreign_target_refused": "a target holding tables polysql did not load is refused unless "
                               "replace=True",
     "unreachable_server": "a server that does not answer is unavailable at connect",
+    "other_name_modes": "a load takes names='snake' (or 'lower') as well as exact names",
 }
 
 ENGINE_NAMES = [info.name for info in catalog.infos()]
@@ -289,6 +290,26 @@ def test_replace_reloads_an_unchanged_source(target: Target, source: Path) -> No
     assert forced.fingerprint == first.fingerprint and forced.tables == TABLES
     assert target.rows(ITEMS) == [(1, "a"), (2, "b")]
     assert target.leftovers() == []
+
+
+@pytest.mark.parametrize("target", engines_with("other_name_modes"), indirect=True)
+def test_a_change_of_name_mode_is_reloaded(target: Target, tmp_path: Path) -> None:
+    """The same source under other names is another copy: a load never skips into it. (Names
+    that differ by more than case: the BigQuery emulator cannot replace a table by one whose
+    name differs only in case.)"""
+    source = build_sqlite(tmp_path / "named.sqlite", """
+        CREATE TABLE "OrderItems" ("ItemId" INTEGER PRIMARY KEY, "UnitLabel" TEXT);
+        INSERT INTO "OrderItems" VALUES (1, 'a'), (2, 'b');""")
+    target.load(source)
+    snake = target.load(source, names="snake")
+    assert not snake.skipped and snake.tables == {"order_items": 2}
+    with target.evaluation() as backend:
+        assert _names(backend) == ["order_items"]
+    assert target.rows('SELECT "item_id", "unit_label" FROM "order_items"') == [(1, "a"), (2, "b")]
+    assert target.load(source, names="snake").skipped
+    back = target.load(source)
+    assert not back.skipped and back.tables == {"OrderItems": 2}
+    assert target.rows('SELECT "ItemId", "UnitLabel" FROM "OrderItems"') == [(1, "a"), (2, "b")]
 
 
 # -- all or nothing ------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ NOT_APPLICABLE: dict[str, str] = {
                               "other people's tables to protect",
     "unreachable_server": "SQLite is embedded: there is no server to be unreachable (a missing "
                           "file is covered by the never-loaded target test)",
+    "other_name_modes": "a SQLite target is a byte-for-byte copy of its SQLite source, so it "
+                        "refuses every name mode but exact (tests/engines/test_load_names.py)",
 }
 
 

@@ -74,7 +74,8 @@ INFO = EngineInfo(
     ),
     pitfalls=_PITFALLS,
     major_only_from=10,
-    copy_layout="lower-case views 1",
+    copy_names="fold",
+    copy_layout="folded names, views under exact names 1",
     container=Container("postgres:16", "polysql.backends.postgres.setup:start_container"),
 )
 

@@ -3,9 +3,9 @@
 Tables are built in a fresh staging schema, which nothing but the loading administrator can see
 (a new schema grants nothing to PUBLIC, and the reader role gets no USAGE on it): created empty,
 then filled over several connections at once, each table in a transaction of its own. Keys,
-indexes and the lower-case views of mixed-case tables (``load_views.py``) follow, and then one
-transaction renames the old ``public`` schema away and drops it, makes the staging schema
-``public`` and grants the reader role SELECT on it. Until that COMMIT, evaluation connections
+indexes and the views that reach a table under its other spelling (``load_views.py``) follow,
+and then one transaction renames the old ``public`` schema away and drops it, makes the staging
+schema ``public`` and grants the reader role SELECT on it. Until that COMMIT, evaluation connections
 keep seeing the previous content, so a half-loaded evaluation database cannot exist. An error or
 interrupt drops the staging schema; one a crash left behind is dropped by the next load into the
 database (loads into one database never overlap: they hold its lock).
@@ -40,7 +40,7 @@ from polysql.backends.postgres.load_copy import (
     create_tables,
     plan_tables,
 )
-from polysql.backends.postgres.load_views import add_folded_views
+from polysql.backends.postgres.load_views import add_spelling_views
 from polysql.backends.postgres.setup import (
     MetaStore,
     create_database,
@@ -64,7 +64,7 @@ _STAGING_LIKE = r"polysql\_staging\_%"  # the prefix as a LIKE pattern (its _ ta
 _MAX_COPY_LANES = 4
 # What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
 # 2: secondary indexes and UNIQUE constraints are carried.
-# 3: lower-case views let unquoted SQL reach mixed-case tables (load_views.py).
+# 3: views reach mixed-case tables under their other spelling, quoted or not (load_views.py).
 LOAD_FORMAT = 3
 
 
@@ -129,7 +129,8 @@ def _copy_lanes(source: Backend) -> int:
 def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], source: Backend,
            *, database: str, reader: str, names: str, report: LoadReport) -> LoadReport:
     tables = source.tables()
-    plans = plan_tables(tables, check_mode(names))
+    mode = check_mode(names)
+    plans = plan_tables(tables, mode)
     _drop_staging_left_behind(conn)
     staging = f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(staging)))
@@ -138,7 +139,7 @@ def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], 
         copied = copy_tables(connect, staging, plans, source, workers=_copy_lanes(source))
         with conn.transaction():
             key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
-            add_folded_views(conn, staging, plans)
+            add_spelling_views(conn, staging, plans, mode)
             _swap_in(conn, staging, database, reader)
     except BaseException:
         with contextlib.suppress(psycopg.Error):

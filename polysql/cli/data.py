@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from polysql.cli.console import console, stdout
+from polysql.core.naming import NAME_MODES
 from polysql.engines.ddl import render_schema
 from polysql.engines.loading import load
 from polysql.engines.registry import connect
@@ -16,8 +17,10 @@ from polysql.engines.registry import connect
 @click.argument("source_url")
 @click.argument("target_url")
 @click.option("--replace", is_flag=True, help="Reload even if the target already holds this source.")
-@click.option("--names", type=click.Choice(["exact", "lower", "snake"]), default="exact",
-              show_default=True, help="Keep source names exactly, or make them engine-idiomatic.")
+@click.option("--names", type=click.Choice(list(NAME_MODES)), default="exact",
+              show_default=True,
+              help="Keep source names exactly, or make them engine-idiomatic: lower, snake, or "
+                   "fold (lower case where SQL can leave a name unquoted, as pgloader does).")
 def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> None:
     """Copy the database at SOURCE_URL into TARGET_URL (idempotent)."""
     report = load(source_url, target_url, replace=replace, names=names)

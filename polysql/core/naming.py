@@ -2,7 +2,9 @@
 
 Studies that want unquoted, lower-case names on PostgreSQL or MySQL load with ``lower`` or
 ``snake``; the schema shown to a model must then be read back from the loaded engine, never from
-the source.
+the source. ``fold`` is what a PostgreSQL user migrating a database expects (pgloader's default):
+a name that can be written unquoted is stored as PostgreSQL reads it unquoted, in lower case, and
+a name that needs quotes in any case (a space, punctuation, a leading digit) keeps its spelling.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Literal
 from polysql.core.errors import ConfigError, LoadError
 from polysql.core.schema import ForeignKey, Index, Table, TablePlan
 
-NameMode = Literal["exact", "lower", "snake"]
-NAME_MODES: tuple[str, ...] = ("exact", "lower", "snake")
+NameMode = Literal["exact", "lower", "snake", "fold"]
+NAME_MODES: tuple[str, ...] = ("exact", "lower", "snake", "fold")
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_WORD = re.compile(r"[^0-9A-Za-z_]+")
+# a name SQL can leave unquoted (keywords aside): ASCII letters, digits, _ and $
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 
 def check_mode(mode: str) -> NameMode:
@@ -29,11 +33,14 @@ def check_mode(mode: str) -> NameMode:
 
 
 def convert(name: str, mode: NameMode) -> str:
-    """``exact``: unchanged; ``lower``: lower-cased; ``snake``: ``OrderItems``/``Order Items`` -> ``order_items``."""
+    """``exact``: unchanged; ``lower``: lower-cased; ``snake``: ``OrderItems``/``Order Items`` ->
+    ``order_items``; ``fold``: ``TrackId`` -> ``trackid`` but ``Unit Price`` unchanged."""
     if mode == "exact":
         return name
     if mode == "lower":
         return name.lower()
+    if mode == "fold":
+        return name.lower() if _PLAIN.fullmatch(name) else name
     snake = _NON_WORD.sub("_", _CAMEL_BOUNDARY.sub("_", name.strip())).strip("_").lower()
     return re.sub(r"_+", "_", snake) or "_"
 

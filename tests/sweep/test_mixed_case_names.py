@@ -1,7 +1,9 @@
-"""A dataset with mixed-case names swept on real SQLite and PostgreSQL: gold SQL written for SQLite
-leaves names unquoted, which PostgreSQL folds to lower case. The copy's lower-case views answer
-it, and records on PostgreSQL copies carry the copy's layout, so records made on copies without
-the views are evaluated again on resume."""
+"""A dataset with mixed-case names swept on real SQLite and PostgreSQL. Gold SQL written for SQLite
+leaves names unquoted, in any case (Spider's ``SELECT T2.name FROM stadium`` for a column
+``Name``), which PostgreSQL folds to lower case; the PostgreSQL copy stores such names folded, as
+pgloader does, and answers SQL that quotes the source's spelling of a mixed-case table through a
+view. Records on PostgreSQL copies carry the copy's layout, so records made on copies of another
+layout are evaluated again on resume."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ GOLD = {
     "q2": "SELECT a.Title, sum(t.Milliseconds) FROM Album a JOIN Track t ON t.AlbumId = a.AlbumId "
           "GROUP BY a.Title",
     "q3": 'SELECT "Name" FROM "Track" WHERE "TrackId" = 3',
+    "q4": "SELECT T1.name, T1.Country FROM singer AS T1 WHERE T1.SINGER_ID > 1",
+    "q5": 'SELECT "Unit Price" FROM Track WHERE TrackId = 2',
 }
 
 
@@ -36,6 +40,10 @@ def dataset(root: Path) -> str:
                             AlbumId INTEGER REFERENCES Album(AlbumId), Milliseconds INTEGER);
         INSERT INTO Album VALUES (1, 'Rock'), (2, 'Jazz');
         INSERT INTO Track VALUES (1, 'One', 1, 1000), (2, 'Two', 1, 2000), (3, 'Three', 2, 500);
+        ALTER TABLE Track ADD COLUMN "Unit Price" REAL;
+        UPDATE Track SET "Unit Price" = TrackId * 0.5;
+        CREATE TABLE singer (Singer_ID INTEGER PRIMARY KEY, Name TEXT, Country TEXT);
+        INSERT INTO singer VALUES (1, 'Ann', 'France'), (2, 'Bo', 'Chile'), (3, 'Cy', 'Peru');
     """)
     con.commit()
     con.close()
@@ -55,7 +63,7 @@ def sweep(name: str, run: Path) -> list[dict[str, Any]]:
     return list(ResultsStore(run).records())
 
 
-def test_unquoted_sqlite_gold_matches_on_postgres(tmp_path: Path) -> None:
+def test_sqlite_gold_in_any_spelling_matches_on_postgres(tmp_path: Path) -> None:
     records = sweep(dataset(tmp_path / "music"), tmp_path / "run")
     assert len(records) == len(GOLD) * 2 * 2
     for record in records:

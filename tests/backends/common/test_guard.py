@@ -56,5 +56,10 @@ def test_name_modes() -> None:
     assert convert("Order Items", "snake") == "order_items"
     assert convert("FirstName", "lower") == "firstname"
     assert convert("FirstName", "exact") == "FirstName"
+    # fold: what SQL may leave unquoted is lowered (reserved words too, as pgloader does); a
+    # name that needs quotes anyway keeps its spelling, and only ASCII is plain
+    assert [convert(n, "fold") for n in ("CDSCode", "Order", "_x$1", "Free Meal (K-12)", "2nd",
+                                         "Ärger")] == ["cdscode", "order", "_x$1",
+                                                       "Free Meal (K-12)", "2nd", "Ärger"]
     with pytest.raises(LoadError, match="maps both"):
         convert_all(["OrderId", "order_id"], "snake", where="table orders")

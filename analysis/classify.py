@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from polysql.analysis.categories import CATEGORIES, LOGICAL, SYNTACTIC, UNCLASSIFIED
-from polysql.core.errors import ConfigError, LLMError, ResultsStoreError
+from polysql.core.errors import ConfigError, LLMError, LLMUnavailableError, ResultsStoreError
 from polysql.datasets.base import GOLD_DIALECT
 from polysql.llm.client import LLMClient
 from polysql.llm.prompting import Prompt, engine_label, find_template
@@ -311,6 +312,10 @@ class ErrorClassifier:
         for attempt in range(1, self.max_attempts + 1):
             try:
                 completion = self.client.complete(messages, extra=self._extra)
+            except LLMUnavailableError:
+                # an outage says nothing about this failure: the caller stops and says the
+                # taxonomy is missing, rather than filing every failure as unclassified
+                raise
             except LLMError as exc:
                 return Classification(UNCLASSIFIED, "The model endpoint did not answer.", "",
                                       attempt, str(exc))
@@ -330,18 +335,37 @@ class ErrorClassifier:
         """Classifications of ``cases`` in their order, up to ``max_concurrency`` at a time.
 
         ``on_done(done, total)`` is called from the calling thread after each case finishes.
+        Raises :class:`LLMUnavailableError` as soon as the endpoint gives no answer at all; the
+        cases not yet asked are not asked.
         """
         total = len(cases)
         results: list[Classification | None] = [None] * total
         if not total:
             return []
         workers = max(1, min(self.client.config.max_concurrency, total))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="classify") as pool:
-            futures = {pool.submit(self.classify, case): index for index, case in enumerate(cases)}
+        outage = threading.Event()  # set by the first worker the endpoint gave no answer
+
+        def classify_unless_down(case: FailureCase) -> Classification | None:
+            if outage.is_set():
+                return None
+            try:
+                return self.classify(case)
+            except LLMUnavailableError:
+                outage.set()
+                raise
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="classify")
+        try:
+            futures = {pool.submit(classify_unless_down, case): index
+                       for index, case in enumerate(cases)}
             for done, future in enumerate(as_completed(futures), start=1):
                 results[futures[future]] = future.result()
                 if on_done is not None:
                     on_done(done, total)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return [result for result in results if result is not None]
 
 

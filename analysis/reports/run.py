@@ -14,7 +14,7 @@ from polysql.analysis.findings import Findings, Settings, analyze
 from polysql.analysis.outcomes import Outcomes, load_runs
 from polysql.analysis.reports.analysis import write_analysis
 from polysql.analysis.signals import detail, signal
-from polysql.core.errors import ConfigError
+from polysql.core.errors import ConfigError, LLMUnavailableError
 from polysql.core.store import RecordKey, record_key
 from polysql.llm.client import LLMClient, ResponseCache, load_model_configs
 
@@ -40,6 +40,8 @@ class ReportOutcome:
     paths: list[Path]
     classified: int  # failures the classifier was asked about
     usage: dict[str, Any] | None  # what the classifier's model cost
+    # why the error taxonomy is missing although --classify asked for it (the endpoint's outage)
+    classifier_unavailable: str | None = None
 
 
 def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
@@ -83,11 +85,20 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: Path | None = None,
 
     outcomes = load_runs(run_dirs)
     out = out_dir or default_out_dir(run_dirs)
-    categories, usage = None, None
+    categories, usage, unavailable = None, None, None
     if classifier is not None:
-        categories, usage = classify_failures(outcomes, classifier, out, progress)
+        try:
+            categories, usage = classify_failures(outcomes, classifier, out, progress)
+        except LLMUnavailableError as exc:
+            unavailable = str(exc)
+            # an earlier report's answers would sit beside a report that has no taxonomy
+            (out / CLASSIFICATIONS_FILE).unlink(missing_ok=True)
     findings = analyze(outcomes, settings, categories)
+    if unavailable is not None:
+        findings.notes.insert(0, f"No error taxonomy: the classifier endpoint gave no answer "
+                                 f"({unavailable}). Every other table is complete; run the report "
+                                 f"again once the endpoint answers.")
     paths = write_analysis(findings, out)
-    if classifier is not None:
+    if categories is not None:
         paths.append(out / CLASSIFICATIONS_FILE)
-    return ReportOutcome(findings, out, paths, len(categories or {}), usage)
+    return ReportOutcome(findings, out, paths, len(categories or {}), usage, unavailable)

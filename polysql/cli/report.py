@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -18,6 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from polysql.cli.console import console, stdout
+from polysql.cli.main import EXIT_INCOMPLETE
 from polysql.core.errors import ConfigError
 from polysql.sweep.config import source_dialect
 
@@ -89,3 +91,9 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
         u = outcome.usage
         console.print(f"classifier: {u['calls']} calls, {u['cache_hits']} cached, {u['errors']} failed")
     console.print(f"wrote {len(outcome.paths)} files to {escape(str(outcome.out_dir))}")
+    if outcome.classifier_unavailable is not None:
+        console.print(f"[bold yellow]INCOMPLETE:[/] no error taxonomy: the classifier endpoint "
+                      f"gave no answer ({escape(outcome.classifier_unavailable)}); every other "
+                      "table is complete. Run the report again once the endpoint answers.",
+                      highlight=False)
+        sys.exit(EXIT_INCOMPLETE)

@@ -32,7 +32,7 @@ from polysql.analysis.classify import (
     extract_json_object,
     validate_answer,
 )
-from polysql.core.errors import ConfigError, ResultsStoreError
+from polysql.core.errors import ConfigError, LLMUnavailableError, ResultsStoreError
 from polysql.llm.cache import response_key
 from polysql.llm.client import LLMClient, ModelConfig, ResponseCache
 
@@ -353,32 +353,43 @@ def test_cut_off_answer_is_retried_with_a_request_to_be_short(openai_emulator: A
     assert "cut off at the token limit" in sent_messages(openai_emulator, 1)[-1]["content"]
 
 
-def test_endpoint_failing_past_its_retries_gives_unclassified(openai_emulator: Any) -> None:
+def test_endpoint_failing_past_its_retries_stops_the_classification(openai_emulator: Any) -> None:
+    """An outage is nobody's failure: no case is filed as unclassified because of it, and the
+    cases not yet asked are not asked."""
     openai_emulator.script(then=openai_emulator.reply(status=500))
     client = LLMClient(config_for(openai_emulator.base_url, max_retries=2, max_concurrency=2),
                        cache=None)
     classifier = ErrorClassifier(client)
-    cases = [make_case(question_id=f"demo-{i}") for i in range(3)]
+    cases = [make_case(question_id=f"demo-{i}") for i in range(5)]
 
-    results = classifier.classify_many(cases)
+    with pytest.raises(LLMUnavailableError, match=r"failed after 3 attempt\(s\): HTTP 500"):
+        classifier.classify_many(cases)
 
-    assert [r.category for r in results] == [UNCLASSIFIED] * 3
-    for result in results:
-        assert result.attempts == 1
-        assert result.error is not None and "failed after 3 attempt(s): HTTP 500" in result.error
-    assert len(openai_emulator.requests) == 9  # 3 cases x (1 try + 2 client retries)
-    assert client.stats.errors == 3
+    assert len(openai_emulator.requests) == 6  # the two cases in flight x (1 try + 2 retries)
+    assert client.stats.errors == 2
 
 
-def test_endpoint_failing_during_a_retry_gives_unclassified(openai_emulator: Any) -> None:
+def test_endpoint_failing_during_a_retry_stops_the_classification(openai_emulator: Any) -> None:
     openai_emulator.script(openai_emulator.reply(text="no idea"),
                            then=openai_emulator.reply(status=503))
     classifier = ErrorClassifier(LLMClient(config_for(openai_emulator.base_url), cache=None))
 
-    result = classifier.classify(make_case())
+    with pytest.raises(LLMUnavailableError, match="HTTP 503"):
+        classifier.classify(make_case())
 
-    assert (result.category, result.attempts) == (UNCLASSIFIED, 2)
-    assert result.error is not None and "HTTP 503" in result.error
+
+def test_a_rejected_request_is_that_cases_unclassified(openai_emulator: Any) -> None:
+    """The endpoint answered, refusing this request (too long, say): the case is unclassified,
+    and the others are still asked."""
+    openai_emulator.script(openai_emulator.reply(status=400, error="maximum context length"),
+                           then=openai_emulator.reply(text=answer()))
+    classifier = ErrorClassifier(LLMClient(config_for(openai_emulator.base_url,
+                                                      max_concurrency=1), cache=None))
+
+    results = classifier.classify_many([make_case(question_id=f"demo-{i}") for i in range(2)])
+
+    assert results[0].category == UNCLASSIFIED and "HTTP 400" in (results[0].error or "")
+    assert results[1].classified
 
 
 def test_a_case_without_sql_is_not_sent(openai_emulator: Any) -> None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from polysql_testkit.model_config import write_config
 
 from polysql.analysis.categories import CATEGORIES, UNCLASSIFIED
-from polysql.cli import main
+from polysql.cli import EXIT_INCOMPLETE, main
 from polysql.llm.client import ModelConfig
 
 
@@ -54,3 +55,38 @@ def test_report_classifies_every_failure_with_the_real_model(
     again = CliRunner().invoke(main, args, catch_exceptions=False)
     assert again.exit_code == 0, again.output
     assert "0 calls" in again.output  # every answer came from the response cache
+
+
+def test_a_classifier_outage_leaves_the_taxonomy_out_and_says_so(
+        openai_emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that gives no answer must not file every failure as "unclassified": the
+    report is written without a taxonomy, says why on screen and in report.md, removes an
+    earlier report's classifications, and exits incomplete."""
+    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    questions = [arg for q in ("demo-001", "demo-027", "demo-031", "demo-040", "demo-044")
+                 for arg in ("--question", q)]
+    swept = CliRunner().invoke(main, ["sweep", *questions, "--predictor", "gold",
+                                      "--engines", "sqlite,duckdb", "--out", str(run)],
+                               catch_exceptions=False)
+    assert swept.exit_code == 0, swept.output
+    config = tmp_path / "polysql.toml"
+    config.write_text(f'[models.emu]\nbase_url = "{openai_emulator.base_url}"\nmodel = "m"\n'
+                      "max_retries = 1\nbackoff_base = 0.01\nbackoff_max = 0.02\n"
+                      "max_concurrency = 1\n", encoding="utf-8")
+    openai_emulator.script(then=openai_emulator.reply(status=503, error="overloaded"))
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "classifications.jsonl").write_text('{"stale": true}\n', encoding="utf-8")
+
+    result = CliRunner().invoke(main, ["report", str(run), "--out", str(out), "--resamples", "200",
+                                       "--classify", "emu", "--config", str(config)],
+                                catch_exceptions=False)
+    assert result.exit_code == EXIT_INCOMPLETE, result.output
+    assert "INCOMPLETE" in result.output and "no error taxonomy" in result.output
+    assert "HTTP 503" in result.output
+    findings = json.loads((out / "findings.json").read_text())
+    assert findings["classified"] is False and findings["accuracy"]
+    assert "No error taxonomy" in (out / "report.md").read_text()
+    assert not (out / "classifications.jsonl").exists()
+    assert len(openai_emulator.requests) == 2  # the first failure (with its retry), then it stopped

@@ -17,17 +17,23 @@ from polysql.cli import EXIT_INCOMPLETE, main
 from polysql.llm.client import ModelConfig
 
 
-def test_report_classifies_every_failure_with_the_real_model(
-        llama_model_config: ModelConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def sweep_with_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A demo sweep of questions whose SQLite gold breaks on DuckDB (integer division, date
+    functions), in a cache of the test's own; returns the run folder."""
     monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
-    # questions whose SQLite gold breaks on DuckDB (integer division, date functions)
     questions = [arg for q in ("demo-001", "demo-027", "demo-031", "demo-040", "demo-044")
                  for arg in ("--question", q)]
     swept = CliRunner().invoke(main, ["sweep", *questions, "--predictor", "gold",
                                       "--engines", "sqlite,duckdb", "--out", str(run)],
                                catch_exceptions=False)
     assert swept.exit_code == 0, swept.output
+    return run
+
+
+def test_report_classifies_every_failure_with_the_real_model(
+        llama_model_config: ModelConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = sweep_with_failures(tmp_path, monkeypatch)
     failures = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     failures = [r for r in failures if r["status"] in ("mismatch", "exec_error")]
     assert len(failures) >= 3
@@ -62,14 +68,7 @@ def test_a_classifier_outage_leaves_the_taxonomy_out_and_says_so(
     """An endpoint that gives no answer must not file every failure as "unclassified": the
     report is written without a taxonomy, says why on screen and in report.md, removes an
     earlier report's classifications, and exits incomplete."""
-    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
-    run = tmp_path / "run"
-    questions = [arg for q in ("demo-001", "demo-027", "demo-031", "demo-040", "demo-044")
-                 for arg in ("--question", q)]
-    swept = CliRunner().invoke(main, ["sweep", *questions, "--predictor", "gold",
-                                      "--engines", "sqlite,duckdb", "--out", str(run)],
-                               catch_exceptions=False)
-    assert swept.exit_code == 0, swept.output
+    run = sweep_with_failures(tmp_path, monkeypatch)
     config = tmp_path / "polysql.toml"
     config.write_text(f'[models.emu]\nbase_url = "{openai_emulator.base_url}"\nmodel = "m"\n'
                       "max_retries = 1\nbackoff_base = 0.01\nbackoff_max = 0.02\n"

@@ -212,5 +212,9 @@ def fingerprint(conn: sqlite3.Connection, path: Path | None) -> str:
     """Digest of a SQLite database: its file plus any write-ahead log not yet checkpointed into
     it (WAL content is part of the database), or the serialized image of an in-memory one."""
     if path is None:
-        return f"{ALGORITHM}:{hashlib.sha256(conn.serialize()).hexdigest()}"
+        try:
+            image = conn.serialize()
+        except sqlite3.OperationalError:  # an in-memory database nothing was written to has no
+            image = b""  # pages, and SQLite refuses to serialize it
+        return f"{ALGORITHM}:{hashlib.sha256(image).hexdigest()}"
     return file_digest(path, path.with_name(path.name + "-wal"))

@@ -14,7 +14,7 @@ def parse_url(url: str | URL) -> URL:
         return url
     try:
         return make_url(url)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
         raise ConfigError(
             f"cannot parse engine URL {url!r}: expected scheme://..., e.g. "
             "'sqlite:///path/to/db.sqlite' or 'duckdb:///path/to/db.duckdb'"

@@ -33,6 +33,10 @@ def load(source_url: str, target_url: str, *, replace: bool = False, names: str 
         raise LoadError(f"the {target_cls.name} backend cannot be a load target "
                         f"(target URL {target_url!r})")
     source_path = parse_url(source_url).database
+    if not source_path or source_path == ":memory:":
+        # an in-memory database is empty when polysql opens it: there is nothing to copy
+        raise LoadError(f"the load source {source_url!r} names no database: give its file, "
+                        f"e.g. sqlite:///path/to/db.sqlite")
     try:
         source = connect(source_url, read_only=True)
     except EngineUnavailableError as exc:

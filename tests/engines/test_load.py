@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import polysql
-from polysql.core.errors import LoadError, UnknownEngineError
+from polysql.core.errors import ConfigError, LoadError, UnknownEngineError
 
 
 @pytest.fixture
@@ -118,6 +118,20 @@ def test_missing_source_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="absent.sqlite"):
         polysql.load(f"sqlite:///{missing}", f"duckdb:///{tmp_path / 'x.duckdb'}")
     assert not (tmp_path / "x.duckdb").exists()
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:",
+                                 "duckdb:///:memory:"])
+def test_a_source_that_names_no_database_is_refused(tmp_path: Path, url: str) -> None:
+    """An in-memory database is empty when polysql opens it: a clear error, not a crash."""
+    with pytest.raises(LoadError, match="names no database: give its file"):
+        polysql.load(url, f"duckdb:///{tmp_path / 'x.duckdb'}")
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_an_url_with_a_broken_port_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot parse engine URL 'sqlite://:memory:'"):
+        polysql.load("sqlite://:memory:", f"duckdb:///{tmp_path / 'x.duckdb'}")
 
 
 def test_sqlite_target_refuses_a_non_sqlite_source(tmp_path: Path) -> None:

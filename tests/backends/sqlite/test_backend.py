@@ -99,6 +99,13 @@ def test_fingerprint_tracks_content(db_file: Path) -> None:
         assert backend.fingerprint() != before
 
 
+def test_an_empty_in_memory_database_has_a_fingerprint() -> None:
+    """SQLite refuses to serialize a database without pages; its digest is the empty image's."""
+    with polysql.connect("sqlite://") as empty, polysql.connect("sqlite://") as other:
+        assert empty.fingerprint() == other.fingerprint()
+        assert empty.fingerprint().startswith("sha256:")
+
+
 def test_text_that_is_not_utf8_midway_is_repaired_without_losing_or_repeating_rows(
         tmp_path: Path) -> None:
     path = tmp_path / "latin.sqlite"

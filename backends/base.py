@@ -94,12 +94,9 @@ class EngineInfo:
     container: Container | None = None
     #: comments its SQL has beyond ``--`` and ``/* */`` (empty-statement detection)
     comments: CommentSyntax = STANDARD_COMMENTS
-    #: the name mode (:mod:`polysql.core.naming`) of the evaluation copies tasks get on this
-    #: engine: the names SQL written for it expects ("fold" on PostgreSQL, as pgloader loads)
-    copy_names: str = "exact"
-    #: how an evaluation copy polysql builds on this engine differs from the source's tables
-    #: (names, extra views), as a short tag ("" for not at all). Records and cached results on
-    #: built copies carry it, so a copy whose shape changed is evaluated again.
+    #: what an evaluation copy polysql builds on this engine holds beyond the source's tables
+    #: (PostgreSQL's fold schema), as a short tag ("" for nothing). Records and cached results
+    #: on built copies carry it, so a copy whose shape changed is evaluated again.
     copy_layout: str = ""
 
     def display(self, alias: str | None = None) -> str:

@@ -74,8 +74,7 @@ INFO = EngineInfo(
     ),
     pitfalls=_PITFALLS,
     major_only_from=10,
-    copy_names="fold",
-    copy_layout="folded names, views under exact names 1",
+    copy_layout="fold schema 1",
     container=Container("postgres:16", "polysql.backends.postgres.setup:start_container"),
 )
 

@@ -45,9 +45,10 @@ from polysql.backends.postgres.connect import (
     describe,
     open_connection,
 )
-from polysql.backends.postgres.execute import run_statement
+from polysql.backends.postgres.execute import is_query, run_statement
 from polysql.backends.postgres.introspect import change_marker, read_tables
 from polysql.backends.postgres.load import load_into_postgres
+from polysql.backends.postgres.load_views import FOLD_SCHEMA, FOLD_SEARCH_PATH
 from polysql.backends.postgres.setup import (
     DEFAULT_READER,
     META_DATABASE,
@@ -100,6 +101,10 @@ def _check_not_privileged(conn: psycopg.Connection) -> None:
             f"administrative attributes. Evaluation must log in as the reader role a load creates")
 
 
+# undefined_table, undefined_column: what a name in the other layout fails with
+_UNDEFINED_NAME = frozenset({"42P01", "42703"})
+
+
 class PostgresBackend(Backend):
     """One PostgreSQL database on one server, with a small pool of connections."""
 
@@ -118,6 +123,9 @@ class PostgresBackend(Backend):
         self._server_timeout = server_timeout
         self._pool = connection_pool(self._open, pool_size)
         self._version: str | None = None
+        # the search path of the retry in pgloader's names (None: the database has no fold
+        # schema, as one polysql did not load); learnt from the first connection
+        self._fold_path: str | None = None
         self._load_lock = threading.Lock()
         self._flights = Flights()
 
@@ -203,6 +211,12 @@ class PostgresBackend(Backend):
                     f"PostgreSQL connection as {describe(self.login)} failed at once: {exc}") from exc
         if self._version is None:
             self._version = format_version(conn.info.server_version)
+            try:
+                found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                                     (FOLD_SCHEMA,)).fetchone()
+            except psycopg.Error:
+                found = None
+            self._fold_path = FOLD_SEARCH_PATH if found else None
         return conn
 
     # -- evaluation --------------------------------------------------------------------------
@@ -220,9 +234,20 @@ class PostgresBackend(Backend):
             except EngineError as exc:
                 return Result.failed("unavailable", str(exc), engine=self.name)
             try:
-                return run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
-                                     server_timeout=self._server_timeout, engine=self.name,
-                                     flight=flight)
+                result = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
+                                       server_timeout=self._server_timeout, engine=self.name,
+                                       flight=flight)
+                if (self._fold_path is None or result.error is None
+                        or result.error.sqlstate not in _UNDEFINED_NAME or not is_query(sql)):
+                    return result
+                # written for pgloader's names (load_views.py): read it in that layout once
+                retry = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
+                                      server_timeout=self._server_timeout, engine=self.name,
+                                      flight=flight, search_path=self._fold_path)
+                if retry.error is not None:
+                    return result  # the error as the SQL reads against the loaded names
+                retry.elapsed += result.elapsed
+                return retry
             finally:
                 self._pool.release(conn)
 

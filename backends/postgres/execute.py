@@ -47,13 +47,14 @@ def _timeout_ms(seconds: float) -> int:
 
 def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_rows: int,
                   server_timeout: bool = True, engine: str = "postgres",
-                  flight: Flight | None = None) -> Result:
+                  flight: Flight | None = None, search_path: str | None = None) -> Result:
     """Run ``sql`` once on ``conn`` (autocommit mode, idle) and roll back whatever it did.
 
     ``server_timeout=False`` leaves the server without a statement timeout so tests can prove the
     client backstop works on its own; evaluation always keeps it on. ``flight``: how
     ``Backend.cancel`` reaches the statement; it sends the backstop's cancel request, and the
-    connection of a cancelled statement is closed rather than reused.
+    connection of a cancelled statement is closed rather than reused. ``search_path``: the
+    statement's search path (a trusted constant, never user input), for this transaction only.
     """
     started = time.perf_counter()
     cancelled_by_timer = threading.Event()
@@ -76,6 +77,8 @@ def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_row
         conn.execute("BEGIN TRANSACTION READ ONLY")
         limit = _timeout_ms(timeout) if server_timeout else 0
         conn.execute(f"SET LOCAL statement_timeout = {limit}")
+        if search_path is not None:
+            conn.execute(f"SET LOCAL search_path = {search_path}")
         timer.start()
         columns, types, rows = (_fetch_query(conn, sql, max_rows) if is_query(sql)
                                 else _fetch_other(conn, sql, max_rows))

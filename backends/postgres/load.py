@@ -3,8 +3,8 @@
 Tables are built in a fresh staging schema, which nothing but the loading administrator can see
 (a new schema grants nothing to PUBLIC, and the reader role gets no USAGE on it): created empty,
 then filled over several connections at once, each table in a transaction of its own. Keys,
-indexes and the views that reach a table under its other spelling (``load_views.py``) follow,
-and then one transaction renames the old ``public`` schema away and drops it, makes the staging
+indexes and the fold schema of views under pgloader's names (``load_views.py``) follow, and
+then one transaction renames the old ``public`` schema away and drops it, makes the staging
 schema ``public`` and grants the reader role SELECT on it. Until that COMMIT, evaluation connections
 keep seeing the previous content, so a half-loaded evaluation database cannot exist. An error or
 interrupt drops the staging schema; one a crash left behind is dropped by the next load into the
@@ -40,7 +40,7 @@ from polysql.backends.postgres.load_copy import (
     create_tables,
     plan_tables,
 )
-from polysql.backends.postgres.load_views import add_spelling_views
+from polysql.backends.postgres.load_views import FOLD_SCHEMA, add_fold_views
 from polysql.backends.postgres.setup import (
     MetaStore,
     create_database,
@@ -64,7 +64,7 @@ _STAGING_LIKE = r"polysql\_staging\_%"  # the prefix as a LIKE pattern (its _ ta
 _MAX_COPY_LANES = 4
 # What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
 # 2: secondary indexes and UNIQUE constraints are carried.
-# 3: views reach mixed-case tables under their other spelling, quoted or not (load_views.py).
+# 3: the fold schema (load_views.py).
 LOAD_FORMAT = 3
 
 
@@ -88,24 +88,33 @@ def _skipped(store: MetaStore, server: psycopg.Connection, database: str, finger
                       coercions=[Coercion(**c) for c in saved.get("coercions", [])])
 
 
-def _swap_in(conn: psycopg.Connection, staging: str, database: str, reader: str) -> None:
-    """Make ``staging`` the evaluation schema, readable by ``reader`` only (inside the load's
-    transaction, so the swap is atomic)."""
+def _replace_schema(conn: psycopg.Connection, staging: str | None, name: str) -> None:
+    """Put ``staging`` (None: nothing) in place of the schema ``name``, dropping the old one."""
     old = f"polysql_old_{uuid.uuid4().hex[:12]}"
-    exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
-                          (EVALUATION_SCHEMA,)).fetchone()
+    exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
     if exists:
         conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
-            sql.Identifier(EVALUATION_SCHEMA), sql.Identifier(old)))
-    conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
-        sql.Identifier(staging), sql.Identifier(EVALUATION_SCHEMA)))
+            sql.Identifier(name), sql.Identifier(old)))
+    if staging is not None:
+        conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
+            sql.Identifier(staging), sql.Identifier(name)))
     if exists:
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(old)))
-    role, schema, db = (sql.Identifier(reader), sql.Identifier(EVALUATION_SCHEMA),
-                        sql.Identifier(database))
-    # The new schema grants nothing to PUBLIC; the database keeps no PUBLIC CONNECT or TEMP.
-    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, role))
-    conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(schema, role))
+
+
+def _swap_in(conn: psycopg.Connection, staging: str, fold: str | None, database: str,
+             reader: str) -> None:
+    """Make ``staging`` the evaluation schema and ``fold`` (None: none) the fold schema, readable
+    by ``reader`` only (inside the load's transaction, so the swap is atomic)."""
+    # the old fold schema first: its views depend on the old evaluation schema's tables
+    _replace_schema(conn, fold, FOLD_SCHEMA)
+    _replace_schema(conn, staging, EVALUATION_SCHEMA)
+    role, db = sql.Identifier(reader), sql.Identifier(database)
+    # The new schemas grant nothing to PUBLIC; the database keeps no PUBLIC CONNECT or TEMP.
+    for name in (EVALUATION_SCHEMA, FOLD_SCHEMA) if fold is not None else (EVALUATION_SCHEMA,):
+        schema = sql.Identifier(name)
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, role))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(schema, role))
     conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(db))
     conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, role))
 
@@ -133,18 +142,24 @@ def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], 
     plans = plan_tables(tables, mode)
     _drop_staging_left_behind(conn)
     staging = f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+    # exact names only: a copy under converted names is read in that one layout
+    fold = f"{staging}_fold" if mode == "exact" else None
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(staging)))
     try:
         create_tables(conn, staging, plans)
         copied = copy_tables(connect, staging, plans, source, workers=_copy_lanes(source))
         with conn.transaction():
             key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
-            add_spelling_views(conn, staging, plans, mode)
-            _swap_in(conn, staging, database, reader)
+            if fold is not None:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(fold)))
+                add_fold_views(conn, fold, staging, plans)
+            _swap_in(conn, staging, fold, database, reader)
     except BaseException:
         with contextlib.suppress(psycopg.Error):
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
-                sql.Identifier(staging)))
+            for schema in (fold, staging):
+                if schema is not None:
+                    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                        sql.Identifier(schema)))
         raise
     report.tables = copied.counts
     report.coercions = (rename_coercions(source_coercions(source), plans)

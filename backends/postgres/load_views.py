@@ -1,21 +1,23 @@
-"""Views that let a table be reached under its second spelling: exact (quoted) or folded (unquoted).
+"""The fold schema: every table of an exact-name copy once more under pgloader's names, as views.
 
-PostgreSQL folds an unquoted identifier to lower case, so a table has two spellings SQL uses: the
-source's exact one, written quoted (``"Track"."TrackId"``), and the folded one, written unquoted
-(``Track.TrackId``, read as ``track.trackid``). A copy stores one of them as the table:
+PostgreSQL folds an unquoted identifier to lower case, so SQL that leaves a mixed-case name
+unquoted (``SELECT TrackId FROM Track``, ``SELECT Name FROM singer`` for a column ``"Name"``)
+asks for ``track.trackid`` and ``singer.name``, which a copy with the source's exact names does
+not have. That is how SQLite gold SQL, sqlglot's transpile output and SQL written against a
+database pgloader built spell names; SQL written against the exact names quotes them instead
+(``"Track"."TrackId"``). One table cannot answer both spellings of its columns.
 
-* ``names="exact"``: the table is ``"Track"("TrackId", ...)``; a view ``track(trackid, ...)``
-  answers unquoted SQL;
-* ``names="fold"`` (the copies tasks evaluate on): the table is ``track(trackid, ...)``; a view
-  ``"Track"("TrackId", ...)`` answers SQL that quotes the source's spelling.
+So an exact-name copy keeps its tables, exactly as the source named them, in ``public``, and
+:data:`FOLD_SCHEMA` holds a view over each table whose names the ``fold`` rule changes
+(:mod:`polysql.core.naming`: a name SQL can leave unquoted in lower case, a name that needs
+quotes anyway as it is), under the folded table name with folded column names. The views are
+plain ``SELECT``\\ s of every column, which the planner inlines. A statement that names a table
+or column that does not exist is run once more with the fold schema first on the search path
+(:mod:`polysql.backends.postgres.execute`), so each statement is read in the one layout it was
+written for; the SQL itself is never changed.
 
-The view is a plain ``SELECT`` of every column, which the planner inlines, so a statement through
-it runs the same plan as on the table. A view is left out, and the table reachable under its own
-spelling only, when the other spelling is the same name (a table named in lower case, such as
-``singer``: a view of that name cannot exist beside it, so its mixed-case columns are reachable in
-one spelling only), when the name is taken (another table, an index, or a second table spelled
-the same way), or when two of the table's columns would get one name. Other name modes (``lower``,
-``snake``) are a study's explicit choice and get no views.
+A table gets no view when two of its columns fold to one name or two tables fold to one name;
+it is then reachable under its exact names only.
 """
 
 from __future__ import annotations
@@ -23,62 +25,39 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from polysql.core.naming import NameMode
+from polysql.core.naming import convert
 from polysql.core.schema import TablePlan
 
-_ASCII_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: the schema of the folded views; evaluated SQL reaches it only through the retry
+FOLD_SCHEMA = "polysql_fold"
+#: the search path of the retry: folded names first, then the tables as loaded
+FOLD_SEARCH_PATH = f"{FOLD_SCHEMA}, public"
 
 
-def folded(name: str) -> str:
-    """``name`` as PostgreSQL reads it unquoted: only ASCII letters are lowered (as the server
-    does in a UTF-8 database)."""
-    return name.translate(_ASCII_UPPER)
-
-
-def second_spelling(plan: TablePlan, mode: NameMode) -> tuple[str, list[str]] | None:
-    """The name and column names of ``plan``'s view under ``mode``; None for modes without one."""
-    if mode == "exact":
-        return folded(plan.name), [folded(c) for c in plan.target_columns()]
-    if mode == "fold":
-        return plan.source.name, [c.name for c in plan.source.columns]
-    return None
-
-
-def planned_views(plans: list[TablePlan], mode: NameMode,
-                  taken: set[str]) -> dict[str, tuple[TablePlan, list[str]]]:
-    """View name -> (the table it shows, its column names), for every table that can have one;
-    ``taken``: the names of relations (tables, indexes, sequences) in the schema already."""
-    spellings = {plan.name: second_spelling(plan, mode) for plan in plans}
-    uses: dict[str, int] = {}
-    for spelling in spellings.values():
-        if spelling is not None:
-            uses[spelling[0]] = uses.get(spelling[0], 0) + 1
+def planned_views(plans: list[TablePlan]) -> dict[str, tuple[TablePlan, list[str]]]:
+    """Folded view name -> (the table it shows, its folded column names), for every table whose
+    names folding changes and can carry them without a clash."""
+    folded_names = [convert(plan.name, "fold") for plan in plans]
     views: dict[str, tuple[TablePlan, list[str]]] = {}
-    for plan in plans:
-        spelling = spellings[plan.name]
-        if spelling is None:
-            continue
-        view, columns = spelling
-        if view == plan.name or view in taken or uses[view] > 1:
-            continue
-        if len(set(columns)) != len(columns):
+    for plan, view in zip(plans, folded_names, strict=True):
+        columns = [convert(c, "fold") for c in plan.target_columns()]
+        if view == plan.name and columns == plan.target_columns():
+            continue  # unquoted SQL reaches this table as it is
+        if folded_names.count(view) > 1 or len(set(columns)) != len(columns):
             continue
         views[view] = (plan, columns)
     return views
 
 
-def add_spelling_views(conn: psycopg.Connection, schema: str, plans: list[TablePlan],
-                       mode: NameMode) -> list[str]:
-    """Create the views of ``plans``' tables under their second spelling in ``schema``; returns
-    their names."""
-    taken = {row[0] for row in conn.execute(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s", (schema,)).fetchall()}
-    views = planned_views(plans, mode, taken)
+def add_fold_views(conn: psycopg.Connection, schema: str, tables_schema: str,
+                   plans: list[TablePlan]) -> list[str]:
+    """Create the folded views of ``plans``' tables (in ``tables_schema``) in ``schema``, which
+    exists and is empty; returns their names."""
+    views = planned_views(plans)
     for view, (plan, names) in views.items():
         columns = sql.SQL(", ").join(
             sql.SQL("{} AS {}").format(sql.Identifier(column), sql.Identifier(name))
             for column, name in zip(plan.target_columns(), names, strict=True))
         conn.execute(sql.SQL("CREATE VIEW {} AS SELECT {} FROM {}").format(
-            sql.Identifier(schema, view), columns, sql.Identifier(schema, plan.name)))
+            sql.Identifier(schema, view), columns, sql.Identifier(tables_schema, plan.name)))
     return sorted(views)

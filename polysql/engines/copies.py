@@ -3,9 +3,7 @@
 The sweep, ``polysql rewrite``, the reward environment and the debug evaluation all get their
 databases here. A copy is built from one of two sources:
 
-* a source database (a dataset's SQLite file, by URL): copied with :func:`polysql.load`, under
-  the engine's own name mode (``EngineInfo.copy_names``: on PostgreSQL, names SQL can leave
-  unquoted are folded to lower case, as pgloader loads them, with views under the exact names);
+* a source database (a dataset's SQLite file, by URL): copied with :func:`polysql.load`;
 * a :class:`~polysql.backends.base.SetupScript` (a rewrite case's ``setup_sql``): run into a fresh
   database by the engine's own :meth:`~polysql.backends.base.Backend.build_from_script`.
 
@@ -146,8 +144,7 @@ def build_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
         if isinstance(source, SetupScript):
             report = backend.build_from_script(target, source, **options)
         else:
-            report = load(source, target.render_as_string(hide_password=False),
-                          names=backend.info.copy_names, **options)
+            report = load(source, target.render_as_string(hide_password=False), **options)
     except ImportError as exc:
         if _ours(exc):
             raise

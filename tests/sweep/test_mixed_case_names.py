@@ -1,9 +1,9 @@
-"""A dataset with mixed-case names swept on real SQLite and PostgreSQL. Gold SQL written for SQLite
-leaves names unquoted, in any case (Spider's ``SELECT T2.name FROM stadium`` for a column
-``Name``), which PostgreSQL folds to lower case; the PostgreSQL copy stores such names folded, as
-pgloader does, and answers SQL that quotes the source's spelling of a mixed-case table through a
-view. Records on PostgreSQL copies carry the copy's layout, so records made on copies of another
-layout are evaluated again on resume."""
+"""A dataset with mixed-case names swept on real SQLite and PostgreSQL. SQL written for SQLite
+leaves names unquoted in any case (Spider's ``SELECT T1.name FROM singer`` for a column ``Name``)
+or quotes them exactly (``"Name"``); PostgreSQL folds unquoted names to lower case. The copy keeps
+the exact names and reads a statement that names what they lack through the fold schema, so both
+styles run. Records on PostgreSQL copies carry the copy's layout, so records made on copies of
+another layout are evaluated again on resume."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ GOLD = {
     "q3": 'SELECT "Name" FROM "Track" WHERE "TrackId" = 3',
     "q4": "SELECT T1.name, T1.Country FROM singer AS T1 WHERE T1.SINGER_ID > 1",
     "q5": 'SELECT "Unit Price" FROM Track WHERE TrackId = 2',
+    "q6": 'SELECT "Name" FROM singer WHERE "Country" = \'Peru\'',
 }
 
 

@@ -100,7 +100,8 @@ def drop_target(url: str, options: dict[str, Any]) -> None:
 
 
 def staging_leftovers(url: str) -> list[str]:
-    """Schemas other than the evaluation one (a load builds in ``polysql_staging_*``)."""
+    """Schemas other than the evaluation one and its fold schema (a load builds in
+    ``polysql_staging_*``)."""
     database = make_url(url).database
     assert database is not None
     with _admin("postgres") as conn:
@@ -109,7 +110,7 @@ def staging_leftovers(url: str) -> list[str]:
     with _admin(database) as conn:
         return sorted(r[0] for r in conn.execute(
             "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
-            "AND nspname NOT IN ('information_schema', 'public')"))
+            "AND nspname NOT IN ('information_schema', 'public', 'polysql_fold')"))
 
 
 def make_foreign(url: str) -> None:

@@ -68,20 +68,22 @@ def build_sqlite(path: Path, script: str) -> Path:
 
 
 def checksum(url: URL, database: str) -> dict[str, tuple[int, str]]:
-    """Per table of the evaluation schema: row count and an order-independent digest of every
-    row, computed on a separate administrator connection."""
+    """Per table or view of the database (``public``'s by name, others' as ``schema.name``): row
+    count and an order-independent digest of every row, computed on a separate administrator
+    connection."""
     with admin_connection(url, database) as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        names = conn.execute(
+            "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace "
             "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') "
-            "AND c.relkind IN ('r', 'p', 'v', 'm') ORDER BY 1")]
+            "AND c.relkind IN ('r', 'p', 'v', 'm') ORDER BY 1, 2").fetchall()
         result = {}
-        for name in names:
+        for schema, name in names:
             row = conn.execute(sql.SQL(
                 "SELECT count(*), coalesce(md5(string_agg(md5(t::text), '' ORDER BY md5(t::text)))"
-                ", '') FROM {} AS t").format(sql.Identifier(name))).fetchone()
+                ", '') FROM {} AS t").format(sql.Identifier(schema, name))).fetchone()
             assert row is not None
-            result[name] = (int(row[0]), str(row[1]))
+            result[name if schema == "public" else f"{schema}.{name}"] = (int(row[0]), str(row[1]))
         return result
 
 

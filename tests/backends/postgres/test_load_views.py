@@ -1,18 +1,15 @@
-"""Views under a table's second spelling on the real local server. With exact names, unquoted SQL
-reaches mixed-case tables through lower-case views; with folded names (the copies tasks evaluate
-on), SQL that quotes the source's spelling reaches them through views under the exact names. A
-view is left out wherever it would take a name that is not free or merge two columns (SQLite
-itself forbids such clashes among its tables and columns, so those cases are planned from names
-directly)."""
+"""The fold schema on the real local server: a copy keeps the source's exact names, and SQL
+written for pgloader's names (unquoted, in any case) is read through views in ``polysql_fold``
+when it names a table or column the exact names do not have. Each statement is read in one
+layout; one that mixes both in one table fails. Clashes that leave a table without a view are
+planned from names directly (SQLite itself forbids them among its tables and columns)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from polysql_testkit import pg_fixtures
 
-from polysql.backends.postgres.load_views import folded, planned_views
+from polysql.backends.postgres.load_views import FOLD_SCHEMA, planned_views
 from polysql.core.schema import Column, ColumnType, Table, TablePlan
 
 pytestmark = pytest.mark.postgres
@@ -26,8 +23,10 @@ INSERT INTO "Album" VALUES (1, 'Rock'), (2, 'Jazz');
 CREATE TABLE "Track" ("TrackId" INTEGER PRIMARY KEY, "Name" TEXT,
                       "AlbumId" INTEGER REFERENCES "Album"("AlbumId"), "Unit Price" REAL);
 INSERT INTO "Track" VALUES (10, 'One', 1, 0.99), (11, 'Two', 1, 1.99), (12, 'Three', 2, NULL);
-CREATE TABLE singer ("Name" TEXT);
-INSERT INTO singer VALUES ('Ann');
+CREATE TABLE singer ("Singer_ID" INTEGER, "Name" TEXT);
+INSERT INTO singer VALUES (1, 'Ann'), (2, 'Bo');
+CREATE TABLE plain (id INTEGER, note TEXT);
+INSERT INTO plain VALUES (1, 'n');
 CREATE TABLE "CaféMenu" ("ÖId" INTEGER, "Label" TEXT);
 INSERT INTO "CaféMenu" VALUES (7, 'x');
 """
@@ -35,9 +34,8 @@ JOINED = [("One", "Rock"), ("Three", "Jazz"), ("Two", "Rock")]
 
 
 @pytest.fixture(scope="module")
-def copies(loader, make_sqlite) -> dict[str, str]:
-    source = make_sqlite("views", SOURCE)
-    return {mode: loader.load(source, names=mode)[0] for mode in ("exact", "fold")}
+def copy(loader, make_sqlite) -> str:
+    return loader.load(make_sqlite("fold", SOURCE))[0]
 
 
 def _rows(backend, statement: str) -> list[tuple]:
@@ -46,16 +44,22 @@ def _rows(backend, statement: str) -> list[tuple]:
     return sorted(result.rows, key=repr)
 
 
-def _relations(url: str, kind: str) -> set[str]:
+def _relations(url: str, schema: str, kind: str) -> set[str]:
     with fx.admin_connection(fx.server_url(), url.rsplit("/", 1)[1]) as conn:
         return {row[0] for row in conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = 'public' AND c.relkind = %s", (kind,)).fetchall()}
+            "WHERE n.nspname = %s AND c.relkind = %s", (schema, kind)).fetchall()}
 
 
-@pytest.mark.parametrize("mode", ["exact", "fold"])
-def test_unquoted_and_quoted_sql_read_the_same_rows(loader, copies, mode):
-    with loader.evaluation(copies[mode]) as backend:
+def test_the_tables_keep_exact_names_and_the_fold_schema_has_pgloaders(copy):
+    assert _relations(copy, "public", "r") == {"Album", "Track", "singer", "plain", "CaféMenu"}
+    assert _relations(copy, "public", "v") == set()
+    # plain needs no view; CaféMenu keeps its name (not plain) but folds a column
+    assert _relations(copy, FOLD_SCHEMA, "v") == {"album", "track", "singer", "CaféMenu"}
+
+
+def test_sql_in_either_layout_reads_the_same_rows(loader, copy):
+    with loader.evaluation(copy) as backend:
         quoted = _rows(backend, 'SELECT t."Name", a."Title" FROM "Track" t '
                                 'JOIN "Album" a ON a."AlbumId" = t."AlbumId"')
         unquoted = _rows(backend, "SELECT t.Name, a.Title FROM Track t "
@@ -63,70 +67,55 @@ def test_unquoted_and_quoted_sql_read_the_same_rows(loader, copies, mode):
         lower = _rows(backend, "select t.name, a.title from track t join album a "
                                "on a.albumid = t.albumid")
         assert quoted == unquoted == lower == JOINED
-        # a name that needs quotes anyway keeps its spelling on the table and the view
-        assert _rows(backend, 'SELECT "Unit Price" FROM "Track" WHERE "TrackId" = 10') == [(0.99,)]
-        # a whole row through the view is the table's row, column for column
+        # Spider style: a lower-case table, its columns unquoted in any case
+        assert _rows(backend, "SELECT T1.name FROM singer AS T1 WHERE T1.SINGER_ID = 2") == [
+            ("Bo",)]
+        assert _rows(backend, 'SELECT "Name" FROM singer WHERE "Singer_ID" = 2') == [("Bo",)]
+        # BIRD style: a name that needs quotes keeps its spelling beside folded ones
+        assert _rows(backend, 'SELECT "Unit Price" FROM Track WHERE TrackId = 10') == [(0.99,)]
+        assert _rows(backend, 'SELECT Label FROM "CaféMenu" WHERE "ÖId" = 7') == [("x",)]
+        # a whole row through a view is the table's row, column for column
         assert _rows(backend, "SELECT * FROM track") == _rows(backend, 'SELECT * FROM "Track"')
 
 
-def test_exact_names_get_lower_case_views(loader, copies):
-    assert _relations(copies["exact"], "r") == {"Album", "Track", "singer", "CaféMenu"}
-    assert _relations(copies["exact"], "v") == {"album", "track", "cafémenu"}
-    with loader.evaluation(copies["exact"]) as backend:
-        assert _rows(backend, 'SELECT "unit price" FROM track WHERE trackid = 10') == [(0.99,)]
-        # only ASCII letters fold, as the server folds them: not "öid"
-        assert _rows(backend, "SELECT ÖId FROM CaféMenu") == [(7,)]
-        assert _rows(backend, 'SELECT "Öid" FROM cafémenu') == [(7,)]
-        # a lower-case table cannot have a view of its own name: its columns need quotes
-        assert _rows(backend, 'SELECT "Name" FROM singer') == [("Ann",)]
-        assert not backend.execute("SELECT Name FROM singer").ok
-    assert folded("CaféMenu") == "cafémenu"
+def test_a_statement_mixing_both_layouts_in_one_table_fails_with_the_first_error(loader, copy):
+    with loader.evaluation(copy) as backend:
+        mixed = backend.execute('SELECT "Name", name FROM singer')
+        assert mixed.error is not None and mixed.error.sqlstate == "42703"
+        missing = backend.execute("SELECT nope FROM singer")
+        assert missing.error is not None and 'column "nope" does not exist' in missing.error.message
 
 
-def test_folded_names_get_views_under_the_exact_names(loader, copies):
-    assert _relations(copies["fold"], "r") == {"album", "track", "singer", "CaféMenu"}
-    assert _relations(copies["fold"], "v") == {"Album", "Track"}
-    with loader.evaluation(copies["fold"]) as backend:
-        tables = {t.name: [c.name for c in t.columns] for t in backend.tables()}
-        assert tables["track"] == ["trackid", "name", "albumid", "Unit Price"]
-        assert tables["CaféMenu"] == ["ÖId", "label"]  # a name that needs quotes is kept
-        # SQL written for SQLite, Spider-style: any case, unquoted
-        assert _rows(backend, "SELECT NAME FROM Singer") == [("Ann",)]
-        assert _rows(backend, 'SELECT Label FROM "CaféMenu" WHERE "ÖId" = 7') == [("x",)]
-        # the quoted source spelling of a column works only where the table has a view
-        assert not backend.execute('SELECT "Name" FROM singer').ok
-
-
-@pytest.mark.parametrize("mode", ["exact", "fold"])
-def test_views_are_not_tables_and_cannot_be_written(loader, copies, mode):
-    with loader.evaluation(copies[mode]) as backend:
-        names = {table.name for table in backend.tables()}
-        assert ("track" in names) != ("Track" in names)
-        assert not backend.execute("UPDATE track SET name = 'x'").ok
-        assert not backend.execute('UPDATE "Track" SET "Name" = \'x\'').ok
+def test_views_are_not_tables_and_cannot_be_written(loader, copy):
+    with loader.evaluation(copy) as backend:
+        assert {table.name for table in backend.tables()} == {
+            "Album", "Track", "singer", "plain", "CaféMenu"}
+        for statement in ("UPDATE track SET name = 'x'", f"DROP VIEW {FOLD_SCHEMA}.track",
+                          f"CREATE VIEW {FOLD_SCHEMA}.evil AS SELECT 1"):
+            assert not backend.execute(statement).ok, statement
         assert _rows(backend, "SELECT count(*) FROM track WHERE name = 'x'") == [(0,)]
 
 
-def test_a_replacing_load_builds_the_views_again(loader, copies, make_sqlite):
-    source: Path = make_sqlite("views_again", SOURCE)
-    database = copies["fold"].rsplit("/", 1)[1]
-    loader.load(source, database=database, names="fold", replace=True)
-    assert _relations(copies["fold"], "v") == {"Album", "Track"}
+def test_converted_names_get_no_fold_schema_and_a_reload_rebuilds_it(loader, copy, make_sqlite):
+    lower, _ = loader.load(make_sqlite("fold_lower", SOURCE), names="lower")
+    with fx.admin_connection(fx.server_url(), lower.rsplit("/", 1)[1]) as conn:
+        assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                            (FOLD_SCHEMA,)).fetchone() is None
+    database = copy.rsplit("/", 1)[1]
+    loader.load(make_sqlite("fold_again", SOURCE), database=database, replace=True)
+    assert _relations(copy, FOLD_SCHEMA, "v") == {"album", "track", "singer", "CaféMenu"}
+    with loader.evaluation(copy) as backend:
+        assert _rows(backend, "SELECT count(*) FROM Track") == [(3,)]
 
 
-def _plan(name: str, *columns: str, stored: str | None = None) -> TablePlan:
+def _plan(name: str, *columns: str) -> TablePlan:
     table = Table(name, [Column(c, ColumnType("integer")) for c in columns])
-    store = (lambda n: n) if stored is None else (lambda n: n.lower())
-    return TablePlan(table, store(name), {c: store(c) for c in columns})
+    return TablePlan(table, name, {c: c for c in columns})
 
 
 def test_planned_views_leave_out_every_clash():
-    exact = [_plan("Orders", "Id"), _plan("orders_archive", "Id"), _plan("Item", "A", "a"),
-             _plan("X", "v"), _plan("x", "v"), _plan("Foo", "v"), _plan("FOO", "v"),
-             _plan("Taken", "v")]
-    assert sorted(planned_views(exact, "exact", taken={"X", "x", "taken"})) == ["orders"]
-    fold = [_plan("Orders", "Id", stored="lower"), _plan("singer", "Name", stored="lower"),
-            _plan("Taken", "v", stored="lower")]
-    views = planned_views(fold, "fold", taken={"orders", "singer", "taken", "Taken"})
-    assert {name: columns for name, (_plan_, columns) in views.items()} == {"Orders": ["Id"]}
-    assert planned_views(fold, "lower", taken=set()) == {}
+    plans = [_plan("Orders", "Id", "Total Sum"), _plan("orders_archive", "id"),
+             _plan("Item", "A", "a"), _plan("Foo", "v"), _plan("FOO", "v")]
+    views = planned_views(plans)
+    assert {name: columns for name, (_table, columns) in views.items()} == {
+        "orders": ["id", "Total Sum"]}

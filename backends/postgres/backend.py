@@ -126,6 +126,7 @@ class PostgresBackend(Backend):
         # the search path of the retry in pgloader's names (None: the database has no fold
         # schema, as one polysql did not load); learnt from the first connection
         self._fold_path: str | None = None
+        self._fold_checked = False
         self._load_lock = threading.Lock()
         self._flights = Flights()
 
@@ -211,12 +212,14 @@ class PostgresBackend(Backend):
                     f"PostgreSQL connection as {describe(self.login)} failed at once: {exc}") from exc
         if self._version is None:
             self._version = format_version(conn.info.server_version)
+        if not self._fold_checked:
             try:
                 found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
                                      (FOLD_SCHEMA,)).fetchone()
             except psycopg.Error:
                 found = None
             self._fold_path = FOLD_SEARCH_PATH if found else None
+            self._fold_checked = True
         return conn
 
     # -- evaluation --------------------------------------------------------------------------

@@ -119,3 +119,10 @@ def test_planned_views_leave_out_every_clash():
     views = planned_views(plans)
     assert {name: columns for name, (_table, columns) in views.items()} == {
         "orders": ["id", "Total Sum"]}
+
+
+def test_a_writable_connection_reads_both_layouts_too(loader, copy):
+    """Its first connection goes to the maintenance database; the fold schema is still found."""
+    with loader.admin(copy) as backend:
+        assert _rows(backend, "SELECT T1.name FROM singer AS T1 WHERE T1.singer_id = 1") == [
+            ("Ann",)]

@@ -5,10 +5,10 @@ Tables are built in a fresh staging schema, which nothing but the loading admini
 then filled over several connections at once, each table in a transaction of its own. Keys,
 indexes and the fold schema of views under pgloader's names (``load_views.py``) follow, and
 then one transaction renames the old ``public`` schema away and drops it, makes the staging
-schema ``public`` and grants the reader role SELECT on it. Until that COMMIT, evaluation connections
-keep seeing the previous content, so a half-loaded evaluation database cannot exist. An error or
-interrupt drops the staging schema; one a crash left behind is dropped by the next load into the
-database (loads into one database never overlap: they hold its lock).
+schema ``public`` and grants the reader role SELECT on it. Until that COMMIT, evaluation
+connections keep seeing the previous content, so a half-loaded evaluation database cannot exist.
+An error or interrupt drops the staging schemas; one a crash left behind is dropped by the next
+load into the database (loads into one database never overlap: they hold its lock).
 
 The fingerprint and report live in ``polysql_meta`` (see ``setup.py``). The record is first
 marked "in progress" (empty fingerprint) and completed after COMMIT, so a crash between the two

@@ -40,8 +40,7 @@ from polysql.engines.registry import alias_url, backend_class, parse_url
 
 __all__ = ["DB_ID_PLACEHOLDER", "Built", "EvaluationCopies", "EvaluationCopy", "Source",
            "build_copy", "copy_url", "engine_name", "engine_url", "layout_digest", "names_existing",
-           "open_copy",
-           "open_existing"]
+           "open_copy", "open_existing"]
 
 #: in an engine URL's database part: the databases exist already, one per db_id
 DB_ID_PLACEHOLDER = "{db_id}"

@@ -317,7 +317,7 @@ class ErrorClassifier:
                 # taxonomy is missing, rather than filing every failure as unclassified
                 raise
             except LLMError as exc:
-                return Classification(UNCLASSIFIED, "The model endpoint did not answer.", "",
+                return Classification(UNCLASSIFIED, "The model endpoint refused the request.", "",
                                       attempt, str(exc))
             answer, problem = validate_answer(completion.text,
                                               cut_off=completion.finish_reason == "length")

@@ -55,6 +55,20 @@ def _function_name(node: exp.Expression) -> str | None:
     return None
 
 
+def _statement_kind(root: exp.Expression, sql: str) -> str:
+    """``a DELETE statement``: the kind named by the parsed root where it is a statement, else by
+    the text's first word (sqlglot reads ``LISTEN x`` as a column alias)."""
+    if isinstance(root, exp.Command):
+        kind = str(root.this).upper()
+    elif isinstance(root, _WRITE_NODES):
+        kind = root.key.upper()
+    else:
+        words = re.findall(r"[A-Za-z_]+", re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.S))
+        kind = words[0].upper() if words else root.key.upper()
+    article = "an" if kind[:1] in "AEIOU" else "a"
+    return f"{article} {kind} statement"
+
+
 def screen(sql: str, dialect: str | None = None) -> str | None:
     """Why ``sql`` must not run, or None when the screen finds nothing wrong."""
     for pattern, why in _RAW_PATTERNS:
@@ -70,7 +84,7 @@ def screen(sql: str, dialect: str | None = None) -> str | None:
         return None
     root = statements[0]
     if not isinstance(root, _READ_ROOTS):
-        return f"only queries may run; this is a {root.key.upper()} statement"
+        return f"only queries may run; this is {_statement_kind(root, sql)}"
     for node in root.walk():
         if isinstance(node, _WRITE_NODES):
             return f"query contains a {node.key.upper()} that would change data or settings"

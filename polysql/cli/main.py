@@ -20,6 +20,7 @@ Each command lives in a module of its own (``polysql.cli.<module>``), listed onc
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 import click
@@ -133,6 +134,11 @@ def main(ctx: click.Context, show_traceback: bool, show_traceback_alias: bool) -
     """Evaluate SQL-producing systems across SQL dialects by dual execution."""
     ctx.ensure_object(dict)
     ctx.obj["traceback"] = show_traceback or show_traceback_alias
+    if not ctx.obj["traceback"]:
+        # sqlglot warns on stderr about each statement it can only parse loosely. Here those are
+        # evaluated SQL, which the screens and engines judge and report; the stray lines would
+        # only break the progress display.
+        logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -11,8 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from polysql_testkit import availability, engine_postgres
 
+import polysql
+from polysql.backends.postgres.setup import drop_evaluation_database
 from polysql.cli.main import EXIT_INVALID_GOLD, EXIT_MISMATCH, main
+from polysql.core.errors import EngineUnavailableError
 
 
 @pytest.fixture
@@ -87,3 +92,29 @@ def test_the_process_exit_status_is_7(shop: str) -> None:
         capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_INVALID_GOLD, done.stdout + done.stderr
     assert "invalid gold" in done.stdout
+
+
+
+
+@pytest.mark.postgres
+def test_sql_the_parser_reads_loosely_leaves_no_stray_warning(shop: str) -> None:
+    """The PostgreSQL screen parses the prediction with sqlglot, which warns on stderr about a
+    statement it can only read as a bare command; the CLI reports the refusal and nothing else."""
+    admin = engine_postgres.admin_url()
+    database = f"polysql_cli_compare_{os.getpid()}"
+    copy = admin.set(database=database).render_as_string(hide_password=False)
+    try:
+        polysql.load(shop, copy)
+    except EngineUnavailableError as exc:
+        availability.unavailable("postgres", str(exc))
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "polysql.cli", "compare", "--db", shop, "--gold", GOLD,
+             "--pred-db", copy, "--pred", "SET ROLE postgres"],
+            capture_output=True, text=True, timeout=120)
+    finally:
+        drop_evaluation_database(admin, database)
+    assert process.returncode == EXIT_MISMATCH, process.stdout + process.stderr
+    assert process.stdout.startswith("mismatch: prediction failed with a forbidden error: only "
+                                     "queries may run; this is a SET statement"), process.stdout
+    assert "unsupported syntax" not in process.stdout + process.stderr

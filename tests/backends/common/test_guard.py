@@ -47,6 +47,18 @@ def test_ordinary_queries_pass(sql: str, dialect: str) -> None:
     assert screen(sql, dialect) is None
 
 
+@pytest.mark.parametrize(("sql", "dialect", "named"), [
+    ("DELETE FROM t", "mysql", "a DELETE statement"),
+    ("INSERT INTO t VALUES (1)", "postgres", "an INSERT statement"),
+    ("ALTER TABLE t ADD COLUMN b INT", "postgres", "an ALTER statement"),
+    ("SET ROLE postgres", "postgres", "a SET statement"),
+    ("LISTEN channel", "postgres", "a LISTEN statement"),  # sqlglot reads it as an alias
+    ("/* why */ -- not this\n LISTEN channel", "postgres", "a LISTEN statement"),
+])
+def test_a_refused_statement_is_named_as_written(sql: str, dialect: str, named: str) -> None:
+    assert screen(sql, dialect) == f"only queries may run; this is {named}"
+
+
 def test_unparseable_dialect_syntax_is_left_to_the_engine() -> None:
     assert screen("SELECT a FROM t QUALIFY ROW_NUMBER() OVER () = 1 !!!", "postgres") is None
 

@@ -22,10 +22,10 @@ import pymysql
 
 from polysql.backends._common.load_files import source_coercions, source_name
 from polysql.backends.mysql.connect import Login
-from polysql.backends.mysql.load_copy import copy_tables, plan_tables
-from polysql.backends.mysql.load_index import add_indexes
+from polysql.backends.mysql.load_copy import TablePlan, copy_tables, plan_tables
+from polysql.backends.mysql.load_index import add_table_indexes
 from polysql.backends.mysql.load_infile import Loading, choose_fill, loader_session
-from polysql.backends.mysql.load_keys import add_foreign_keys
+from polysql.backends.mysql.load_keys import add_foreign_keys, prepare_child_indexes
 from polysql.backends.mysql.setup import (
     PENDING,
     LoadRecord,
@@ -160,15 +160,21 @@ def _build_and_swap(conn: pymysql.connections.Connection, loading: Loading, data
         choose_fill(loading, stage)
         plans = plan_tables(source.tables(), names)
         renamed = {p.source.name: p for p in plans}
-        copied = copy_tables(loading, stage, plans, source, collation,
-                             lanes=_fill_lanes(source))
+
+        def index_table(lane: pymysql.connections.Connection, plan: TablePlan) -> list[Coercion]:
+            notes = add_table_indexes(lane, stage, plan, names, collation)
+            prepare_child_indexes(lane, stage, plan)  # after the source's: they may serve
+            return notes
+
+        copied, indexed = copy_tables(loading, stage, plans, source, collation,
+                                      lanes=_fill_lanes(source), after_fill=index_table)
         # Asked after the copy: reading the rows can find more (text that was not UTF-8,
         # integers a float column could only hold approximately).
         coercions = [_renamed(c, renamed) for c in source_coercions(source)] + copied
         note = loading.note()
         if note is not None:
             coercions.append(note)
-        coercions.extend(add_indexes(conn, stage, plans, names, collation))
+        coercions.extend(indexed)
         coercions.extend(add_foreign_keys(conn, stage, plans))
         before_swap()
         _swap(conn, database, stage, [p.name for p in plans], collation)

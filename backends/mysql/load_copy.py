@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -57,9 +58,16 @@ class TablePlan:
     # the table is spooled, so the load checks for orphans without asking the server.
     kept: set[str] = field(default_factory=set)
     key_values: dict[str, pa.ChunkedArray] = field(default_factory=dict)
+    # Foreign key number -> the index built for its child columns after the fill
+    # (load_keys.prepare_child_indexes); dropped again if the key is not created.
+    child_indexes: dict[int, str] = field(default_factory=dict)
 
     def target(self, column: str) -> str:
         return self.columns[column]
+
+
+# What a lane runs on its connection once a table is filled: the coercions it implies.
+AfterFill = Callable[[pymysql.connections.Connection, TablePlan], list[Coercion]]
 
 
 def plan_tables(tables: list[Table], mode: NameMode) -> list[TablePlan]:
@@ -191,14 +199,17 @@ def _key_violations(conn: pymysql.connections.Connection, database: str, plan: T
 
 
 def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source: Backend,
-                collation: str, *, lanes: int = 1) -> list[Coercion]:
-    """Create and fill every table; the coercions their load implies, in the plans' order.
+                collation: str, *, lanes: int = 1,
+                after_fill: AfterFill | None = None) -> tuple[list[Coercion], list[Coercion]]:
+    """Create and fill every table; the coercions their load implies, and those ``after_fill``
+    reported, each in the plans' order.
 
     Tables go largest first to up to ``lanes`` loader connections at once; each lane reads and
     spools its next table, then has the server load it, so one lane's reading overlaps another's
-    loading and the server fills several tables on several cores. Should one table fail (or the
-    caller be interrupted), no lane starts another, the statements still running are killed on
-    the server, and the first failure is raised.
+    loading and the server fills several tables on several cores. ``after_fill`` runs on the
+    lane's connection once its table is filled (indexes: built there, they overlap the other
+    lanes' loads). Should one table fail (or the caller be interrupted), no lane starts another,
+    the statements still running are killed on the server, and the first failure is raised.
     """
     order = sorted(range(len(plans)), key=lambda i: -(plans[i].source.row_count or 0))
     lanes = max(1, min(lanes, len(plans)))
@@ -207,6 +218,7 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
     guard = threading.Lock()
     connections = [loading.conn]
     results: dict[int, list[Coercion]] = {}
+    afterwards: dict[int, list[Coercion]] = {}
 
     def fill(conn: pymysql.connections.Connection, index: int) -> None:
         plan = plans[index]
@@ -217,6 +229,7 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
             return  # another lane failed; its error is the one raised
         try:
             results[index] = copy_table(loading, conn, database, plan, spooled, collation)
+            afterwards[index] = after_fill(conn, plan) if after_fill is not None else []
         except pymysql.err.MySQLError as exc:
             if cancelled.is_set():
                 return  # killed because another lane failed
@@ -246,7 +259,7 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
                 raise future.exception()  # type: ignore[misc]
         for future in futures:
             future.result()
-        if cancelled.is_set() or len(results) != len(plans):
+        if cancelled.is_set() or len(afterwards) != len(plans):
             raise LoadError("the load stopped before every table was filled")
     except BaseException:
         cancelled.set()
@@ -258,7 +271,8 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
             conn.close()
     if not loading.infile:
         loading.inserted_rows += sum(plan.rows for plan in plans)
-    return [coercion for index in range(len(plans)) for coercion in results[index]]
+    return ([coercion for index in range(len(plans)) for coercion in results[index]],
+            [coercion for index in range(len(plans)) for coercion in afterwards[index]])
 
 
 def _kill_running(loading: Loading, connections: list[pymysql.connections.Connection]) -> None:

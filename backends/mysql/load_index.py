@@ -127,13 +127,12 @@ def add_index(conn: pymysql.connections.Connection, database: str, plan: TablePl
     return note
 
 
-def add_indexes(conn: pymysql.connections.Connection, database: str, plans: list[TablePlan],
-                names: NameMode, collation: str) -> list[Coercion]:
-    """Every source index of every table (tables already created and filled)."""
+def add_table_indexes(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+                      names: NameMode, collation: str) -> list[Coercion]:
+    """Every source index of one table (already created and filled)."""
     notes = []
-    for plan in plans:
-        for index in plan.source.indexes:
-            note = add_index(conn, database, plan, index, convert(index.name, names), collation)
-            if note is not None:
-                notes.append(note)
+    for index in plan.source.indexes:
+        note = add_index(conn, database, plan, index, convert(index.name, names), collation)
+        if note is not None:
+            notes.append(note)
     return notes

@@ -4,6 +4,12 @@ Each is added only after every child row is shown to have its parent -- by the s
 single-column integer key whose values were kept while spooling, by Arrow on the client (integers
 compare alike everywhere, so no collation is involved) -- and with InnoDB's own re-check off, so no
 table is copied. A key that cannot be created is reported, never forced: every row stays.
+
+InnoDB indexes the child's columns of every foreign key. Building that index is the costly part
+(a sort of the whole table), so :func:`prepare_child_indexes` builds it on the connection that
+filled the table, right after the fill, while other tables are still loading; the constraint
+added at the end then finds it. A key that is not created after all takes its index away again,
+so the copy has the same indexes either way.
 """
 
 from __future__ import annotations
@@ -79,6 +85,52 @@ def _constraint_name(plan: TablePlan, number: int) -> str:
     return f"fk_{digest}_{number}"
 
 
+def _covering_index(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+                    columns: list[str]) -> bool:
+    """Whether an index of the table starts with ``columns`` whole (no prefix part), so InnoDB
+    needs no index of its own for a foreign key on them."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT INDEX_NAME, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS "
+                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+                    (database, plan.name))
+        rows = cur.fetchall()
+    leading: dict[str, list[str | None]] = {}
+    for index_name, column, sub_part in rows:
+        leading.setdefault(index_name, []).append(None if sub_part is not None else column)
+    return any(parts[:len(columns)] == columns for parts in leading.values())
+
+
+def prepare_child_indexes(conn: pymysql.connections.Connection, database: str,
+                          plan: TablePlan) -> None:
+    """Index the child columns of each of ``plan``'s foreign keys, under the name InnoDB would
+    give them, where no index of the table serves already. Nothing is reported here: a key
+    whose index cannot be built is judged, and reported, when the keys are added."""
+    for number, fk in enumerate(plan.source.foreign_keys, start=1):
+        if key_problem(plan, fk.columns, "foreign key") is not None:
+            continue
+        columns = [plan.target(c) for c in fk.columns]
+        if _covering_index(conn, database, plan, columns):
+            continue
+        name = _constraint_name(plan, number)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"ALTER TABLE {table_ref(database, plan.name)} ADD INDEX "
+                            f"{quote_ident(name)} ({key_list(plan, fk.columns)})")
+        except pymysql.err.MySQLError:
+            continue  # the constraint, added later, meets the same refusal and reports it
+        plan.child_indexes[number] = name
+
+
+def _drop_child_index(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+                      number: int) -> None:
+    """Take away the index built for foreign key ``number``, which was not created."""
+    name = plan.child_indexes.pop(number, None)
+    if name is None:
+        return
+    with conn.cursor() as cur:
+        cur.execute(f"ALTER TABLE {table_ref(database, plan.name)} DROP INDEX {quote_ident(name)}")
+
+
 def add_foreign_keys(conn: pymysql.connections.Connection, database: str,
                      plans: list[TablePlan]) -> list[Coercion]:
     by_source = {p.source.name: p for p in plans}
@@ -87,6 +139,7 @@ def add_foreign_keys(conn: pymysql.connections.Connection, database: str,
         for number, fk in enumerate(plan.source.foreign_keys, start=1):
             reason = _foreign_key(conn, database, plan, by_source, fk, number)
             if reason is not None:
+                _drop_child_index(conn, database, plan, number)
                 coercions.append(Coercion(plan.name, key_list_plain(plan, fk.columns), reason))
     return coercions
 

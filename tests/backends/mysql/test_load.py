@@ -259,6 +259,29 @@ def test_integer_foreign_keys_are_checked_from_the_spooled_values(loader: fx.Loa
         (("sitter",), "owners"), (("vet",), "owners")]
 
 
+def test_foreign_keys_get_the_indexes_innodb_would_give_them(loader: fx.Loader,
+                                                             make_sqlite: Any) -> None:
+    """Child-side indexes are built right after each table's fill: a key that is created keeps
+    its index (named as the constraint), one served by a source index gets none, and one not
+    created (orphans) leaves no index behind."""
+    source = INTEGER_KEYS + "CREATE INDEX pets_sitter ON pets (sitter, id);"
+    url, report = loader(make_sqlite(source))
+    assert [(c.table, c.column) for c in report.coercions] == [("pets", "owner")]
+    indexes: dict[str, list[str]] = {}
+    for name, column in admin_rows(url, "SELECT INDEX_NAME, COLUMN_NAME FROM "
+                                        "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
+                                        "AND TABLE_NAME = 'pets' ORDER BY INDEX_NAME, "
+                                        "SEQ_IN_INDEX", (url.database,)):
+        indexes.setdefault(name, []).append(column)
+    constraints = dict(admin_rows(url, "SELECT CONSTRAINT_NAME, COLUMN_NAME FROM "
+                                       "information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
+                                       "AND TABLE_NAME = 'pets' AND REFERENCED_TABLE_NAME IS NOT NULL",
+                                  (url.database,)))
+    assert sorted(constraints.values()) == ["sitter", "vet"]
+    vet_key = next(name for name, column in constraints.items() if column == "vet")
+    assert indexes == {"PRIMARY": ["id"], "pets_sitter": ["sitter", "id"], vet_key: ["vet"]}
+
+
 UNUSUAL_KEYS = """
 CREATE TABLE notes (body TEXT PRIMARY KEY, n INTEGER);
 INSERT INTO notes VALUES (printf('%.800c', 'x'), 1), ('short', 2);

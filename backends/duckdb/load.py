@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
-import sqlglot
-import sqlglot.errors
 
 from polysql.backends._common.load_files import (
     atomic_build,
@@ -149,6 +147,12 @@ def copy_views(conn: duckdb.DuckDBPyConnection, source: Backend, *,
     one defined on another is created after it."""
     views = getattr(source, "views", None)
     pending = list(views()) if callable(views) else []
+    if not pending:
+        return []
+    # imported only for sources that have views: sqlglot costs every other load 40 ms
+    import sqlglot
+    import sqlglot.errors
+
     failures: dict[str, str] = {}
     while pending:
         remaining = []

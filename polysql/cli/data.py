@@ -8,7 +8,6 @@ from rich.table import Table
 
 from polysql.cli.console import console, stdout
 from polysql.core.naming import NAME_MODES
-from polysql.engines.ddl import render_schema
 from polysql.engines.loading import load
 from polysql.engines.registry import connect
 
@@ -48,4 +47,7 @@ def load_cmd(source_url: str, target_url: str, replace: bool, names: str) -> Non
 def schema_cmd(url: str, sample_rows: int) -> None:
     """Print the schema held at URL as CREATE TABLE statements in that engine's dialect."""
     with connect(url) as backend:
+        # imported here: sqlglot, which renders the DDL, is not needed by `polysql load`
+        from polysql.engines.ddl import render_schema
+
         click.echo(render_schema(backend, sample_rows=sample_rows), nl=False)

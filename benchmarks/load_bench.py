@@ -6,8 +6,11 @@ it into PostgreSQL, DuckDB and MariaDB/MySQL with the ``polysql load`` command -
 interpreter start-up included -- and, in the same run, with the baselines:
 
 * PostgreSQL: ``pgloader`` (Debian package), where installed.
-* DuckDB: no baseline (its SQLite extension is downloaded at run time, which this benchmark does
-  not assume); the rows/second, start-up included, stand on their own.
+* DuckDB: DuckDB's own SQLite reader (its ``sqlite`` extension: ATTACH the file, then COPY FROM
+  DATABASE), where ``--duckdb-python`` names a Python whose duckdb can load that extension:
+  either from the PyPI wheel ``duckdb-extension-sqlite-scanner`` of the same version (pinned to
+  its duckdb release, usually older than polysql's, hence a separate interpreter), or by
+  downloading it. Without it the rows/second, start-up included, stand on their own.
 * MariaDB/MySQL: a plain ``LOAD DATA LOCAL INFILE`` of each table run by the ``mariadb``/``mysql``
   command-line client into tables created with the same types and primary keys (the floor a
   loader built on LOAD DATA can reach). The tab-separated files it reads are dumped from the
@@ -21,6 +24,12 @@ It prints rows/second side by side with the ratios. A row-for-row checksum prove
 copy identical to the source.
 
     python benchmarks/load_bench.py [--rows 1000000] [--rounds 1] [--pg-url URL] [--mysql-url URL]
+                                    [--duckdb-python PATH]
+
+    # a DuckDB baseline, e.g.:
+    python -m venv /tmp/duck && /tmp/duck/bin/pip install duckdb==1.5.5 \
+        duckdb-extension-sqlite-scanner==1.5.5
+    python benchmarks/load_bench.py --duckdb-python /tmp/duck/bin/python
 
 Timings are wall-clock on this machine; nothing here asserts a time.
 """
@@ -255,6 +264,36 @@ def load_data_anchor(url: str, client: str, database: str, files: dict[str, Path
     run_tool(mysql_client_command(url, client) + ["-e", ";\n".join(script)])
 
 
+# Run by the --duckdb-python interpreter: DuckDB copies the SQLite file with its own reader. The
+# extension comes from the duckdb-extension-sqlite-scanner wheel when installed, else from
+# DuckDB's extension repository.
+DUCKDB_READER = """
+import os, sys
+import duckdb
+source, target = sys.argv[1], sys.argv[2]
+con = duckdb.connect(target, config={"allow_unsigned_extensions": "true"})
+try:
+    import duckdb_extension_sqlite_scanner as wheel
+except ImportError:
+    con.execute("INSTALL sqlite")
+    con.execute("LOAD sqlite")
+else:
+    folder = os.path.join(os.path.dirname(wheel.__file__), "extensions", "v" + duckdb.__version__)
+    path = os.path.join(folder, "sqlite_scanner.duckdb_extension")
+    con.execute("LOAD '" + path.replace("'", "''") + "'")
+con.execute("ATTACH '" + source.replace("'", "''") + "' AS source (TYPE sqlite, READ_ONLY)")
+con.execute("COPY FROM DATABASE source TO " + con.execute("SELECT current_database()").fetchone()[0])
+con.execute("CHECKPOINT")
+con.close()
+"""
+
+
+def duckdb_reader(python: str, source: Path, target: Path) -> None:
+    """DuckDB's own SQLite reader, as its own process (start-up included, as for polysql)."""
+    target.unlink(missing_ok=True)
+    run_tool([python, "-c", DUCKDB_READER, str(source), str(target)])
+
+
 def cli_load(source_url: str, target_url: str, *, insert_path: bool = False) -> None:
     """``polysql load --replace`` as its own process. ``insert_path``: with LOAD DATA switched
     off, so polysql loads with multi-row INSERTs (MySQL only)."""
@@ -275,6 +314,9 @@ def main() -> int:
     parser.add_argument("--pgloader", default=shutil.which("pgloader"))
     parser.add_argument("--sqlite3mysql", default=shutil.which("sqlite3mysql"))
     parser.add_argument("--mysql-client", default=shutil.which("mariadb") or shutil.which("mysql"))
+    parser.add_argument("--duckdb-python", default=None,
+                        help="a Python whose duckdb loads the sqlite extension: DuckDB's own "
+                             "SQLite reader is then timed as the DuckDB baseline")
     parser.add_argument("--rounds", type=int, default=1,
                         help="time every loader N times, taking turns; the fastest run counts")
     args = parser.parse_args()
@@ -296,6 +338,9 @@ def main() -> int:
     duck_target = f"duckdb:///{work / 'bench.duckdb'}"
     contenders = [Contender("PostgreSQL", "polysql load", lambda: cli_load(source_url, pg_target)),
                   Contender("DuckDB", "polysql load", lambda: cli_load(source_url, duck_target))]
+    if args.duckdb_python:
+        contenders.append(Contender("DuckDB", "duckdb sqlite", lambda: duckdb_reader(
+            args.duckdb_python, source, work / "reader.duckdb")))
     if args.pgloader:
         pg_tool = pg.set(drivername="pgsql", database="pgloader_load_bench").render_as_string(
             hide_password=False)
@@ -330,9 +375,11 @@ def main() -> int:
     for target, label, url, quote in (("PostgreSQL", "polysql load", pg_target, '"'),
                                       ("DuckDB", "polysql load", duck_target, '"'),
                                       ("MySQL/MariaDB", "polysql load", my_target, "`"),
-                                      ("MySQL/MariaDB", "polysql INSERTs", inserts_target, "`")):
-        loaded = next(c for c in contenders if c.target == target and c.label == label)
-        if loaded.best is not None:
+                                      ("MySQL/MariaDB", "polysql INSERTs", inserts_target, "`"),
+                                      ("DuckDB", "duckdb sqlite",
+                                       f"duckdb:///{work / 'reader.duckdb'}", '"')):
+        loaded = next((c for c in contenders if c.target == target and c.label == label), None)
+        if loaded is not None and loaded.best is not None:
             same = table_checksums(url, counts, quote) == source_sums
             verdicts[(target, label)] = "identical" if same else "DIFFERENT"
     server_admin(args.pg_url, "DROP DATABASE IF EXISTS pgloader_load_bench")

@@ -14,6 +14,12 @@ take in the same run, and their ratio:
 * ``ordered``: the ``nulls`` rows compared as a sequence (``ordered=True``), the prediction in
   the gold's order; its baseline is list equality, ``gold_rows == pred_rows``.
 
+The ``nulls`` and ``tolerance`` workloads are also timed with both results as Arrow columns
+(``arrow`` lines): the form DuckDB hands back for number and text columns, where the comparison
+reads NumPy views of the columns instead of Python values. The Arrow tables are built before the
+clock starts, as an engine delivers them; the baseline stays the Counter over the same values as
+Python rows, the form a driver's fetchall() returns.
+
 Every timing gets rows built just before it from fresh value objects, as two engine drivers would
 return them: str, Decimal and date objects cache their hash, so reusing rows would let later runs
 skip work a real comparison has to do. The baseline applies none of the contract (no tolerance,
@@ -37,7 +43,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
+
 from polysql import Result, compare
+from polysql.core.columnar import ArrowRows
 
 Row = tuple[Any, ...]
 Spec = tuple[Any, ...]
@@ -54,6 +63,7 @@ class Workload:
     variants: dict[str, tuple[list[Spec], bool]]  # name -> (predicted specs, expected match)
     ordered: bool = False  # compare as a sequence (baseline: list equality) instead of a bag
     target: float | None = None  # the ratio aimed at, printed alongside
+    arrow: bool = False  # also time the comparison of the results as Arrow columns
 
 
 def shuffled(specs: list[Spec], seed: int) -> list[Spec]:
@@ -104,7 +114,7 @@ def nulls(count: int) -> Workload:
     specs = [(i, maybe(rng.randrange(0, 1000)), maybe(rng.randrange(0, count // 3 + 1)),
               maybe(rng.random() * 1000), rng.randrange(0, 500)) for i in range(count)]
     return Workload(["id", "qty", "name", "score", "city"], nulls_row, specs,
-                    {"equal": (shuffled(specs, 5), True)}, target=0.5)
+                    {"equal": (shuffled(specs, 5), True)}, target=0.5, arrow=True)
 
 
 # -- tolerance: floats that differ by noise below the tolerance -----------------------------------
@@ -123,7 +133,7 @@ def tolerance(count: int) -> Workload:
               None if ratio is None else ratio * (1 + rng.uniform(-1e-9, 1e-9)))
              for i, price, ratio in specs]
     return Workload(["id", "price", "ratio"], tolerance_row, specs,
-                    {"equal": (shuffled(noisy, 7), True)}, target=1.5)
+                    {"equal": (shuffled(noisy, 7), True)}, target=1.5, arrow=True)
 
 
 def ordered(count: int) -> Workload:
@@ -149,6 +159,13 @@ def timed_on_fresh_rows(fn: Callable[[list[Row], list[Row]], Any], build: Callab
     elapsed = time.perf_counter() - started
     del gold_rows, pred_rows
     return elapsed, value
+
+
+def as_arrow(columns: list[str], rows: list[Row]) -> ArrowRows:
+    """``rows`` as Arrow columns, as DuckDB returns them (types inferred from the values)."""
+    values = [list(column) for column in zip(*rows, strict=True)] if rows else \
+        [[] for _ in columns]
+    return ArrowRows(pa.table([pa.array(v) for v in values], names=columns))
 
 
 def counter_baseline(gold_rows: list[Row], pred_rows: list[Row]) -> bool:
@@ -178,6 +195,26 @@ def run(name: str, workload: Workload, repeats: int) -> None:
         target = f"   (target <= {workload.target:.1f}x)" if workload.target else ""
         print(f"{name:10s} {variant:8s} {baseline_name:8s} {baseline:7.3f} s   "
               f"compare {ours:7.3f} s   ratio {ours / baseline:5.2f}x{target}")
+        if not workload.arrow:
+            continue
+        arrow, verdict = min((timed_on_arrow(workload, pred_specs) for _ in range(repeats)),
+                             key=lambda pair: pair[0])
+        if verdict.match is not expected:
+            raise SystemExit(f"{name} {variant} (arrow): expected match={expected}, "
+                             f"got {verdict.reason}")
+        print(f"{name:10s} {variant:8s} {baseline_name:8s} {baseline:7.3f} s   "
+              f"  arrow {arrow:7.3f} s   ratio {arrow / baseline:5.2f}x{target}")
+
+
+def timed_on_arrow(workload: Workload, pred_specs: list[Spec]) -> tuple[float, Any]:
+    """Time ``compare`` on both results as Arrow columns, built from fresh rows untimed."""
+    gold = as_arrow(workload.columns, list(map(workload.build, workload.gold)))
+    pred = as_arrow(workload.columns, list(map(workload.build, pred_specs)))
+    gc.collect()
+    started = time.perf_counter()
+    verdict = compare(Result(workload.columns, gold), Result(workload.columns, pred),  # type: ignore[arg-type]
+                      ordered=workload.ordered)
+    return time.perf_counter() - started, verdict
 
 
 def main() -> None:

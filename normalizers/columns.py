@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
+from polysql.core.columnar import ArrowColumn, ArrowRows
 from polysql.core.errors import ComparisonError
 from polysql.core.model import Result
 from polysql.normalizers.families import (
@@ -42,19 +43,26 @@ class ResultColumns:
     @property
     def raw(self) -> list[Sequence[Any]]:
         if self._raw is None:
-            widths = set(map(len, self._rows))
+            widths = {self.width} if isinstance(self._rows, ArrowRows) and \
+                self._rows.table.num_columns == self.width else set(map(len, self._rows))
             if widths - {self.width}:
                 raise ComparisonError(
                     f"the {self.label} result is malformed: it has {self.width} column names but rows "
                     f"of width {sorted(widths)}; every row must have one value per column"
                 )
-            # One pass per column, not zip(*rows): that makes an iterator per row, and a million
-            # short-lived objects set off the garbage collector over and over (20x slower).
-            raw: list[Sequence[Any]] = [tuple(map(itemgetter(j), self._rows))
-                                        for j in range(self.width)]
+            raw: list[Sequence[Any]]
+            if isinstance(self._rows, ArrowRows):
+                # Columns already: no transpose, and their types are read off the Arrow types.
+                raw = list(self._rows.columns())
+            else:
+                # One pass per column, not zip(*rows): that makes an iterator per row, and a
+                # million short-lived objects set off the garbage collector over and over (20x
+                # slower).
+                raw = [tuple(map(itemgetter(j), self._rows)) for j in range(self.width)]
             self.zones = []
             for j, values in enumerate(raw):
-                kinds = column_types(values)
+                known = values.python_types() if isinstance(values, ArrowColumn) else None
+                kinds = known if known is not None else column_types(values)
                 zones = zones_of(values, kinds)
                 self.zones.append(zones)
                 canonical = canonical_column(values, kinds, self.type_name(j), self.policy, zones)

@@ -10,13 +10,14 @@ docs/comparison.md states every rule, its default and its policy switch.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from polysql.core.columnar import ArrowRows
 from polysql.core.model import Result, Verdict
 from polysql.normalizers.align import (
     Alignment,
@@ -94,10 +95,17 @@ def _split_hidden(result: Result, hidden: int) -> tuple[Result, list[tuple[Any, 
     if not result.ok or len(result.columns) <= hidden:
         return result, None
     width = len(result.columns) - hidden
-    visible = Result(columns=result.columns[:width], rows=[row[:width] for row in result.rows],
+    rows: Sequence[tuple[Any, ...]]
+    if isinstance(result.rows, ArrowRows):  # the visible columns stay Arrow columns
+        rows = result.rows.select(range(width))
+        ties = list(result.rows.select(range(width, len(result.columns))))
+    else:
+        rows = [row[:width] for row in result.rows]
+        ties = [row[width:] for row in result.rows]
+    visible = Result(columns=result.columns[:width], rows=rows,  # type: ignore[arg-type]
                      types=result.types[:width], elapsed=result.elapsed, truncated=result.truncated,
                      error=None, engine=result.engine)
-    return visible, [row[width:] for row in result.rows]
+    return visible, ties
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from polysql.core.columnar import ArrowColumn
 from polysql.normalizers.values import EXACT_FLOAT_INT, FloatKeys, materialize
 
 NoneType = type(None)
@@ -71,6 +72,12 @@ def _float_bits(values: np.ndarray, nulls: np.ndarray | None = None) -> np.ndarr
 def _int_array(keys: Sequence[Any], nullable: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """Int (or bool) keys as int64, and the NULL mask when ``nullable`` (NULL slots hold 0).
     OverflowError beyond 64 bits."""
+    parts = keys.int_parts() if isinstance(keys, ArrowColumn) else None
+    if parts is not None:  # an Arrow integer column: its buffer, no Python int per value
+        values, nulls = parts
+        return values, (nulls if nulls is not None else np.zeros(values.size, dtype=bool)) \
+            if nullable else None
+    keys = materialize(keys)
     if not nullable:
         return np.array(keys, dtype=np.int64).reshape(-1), None
     present = list(map(is_not, keys, repeat(None)))
@@ -125,14 +132,14 @@ def hash_columns(columns: Sequence[Sequence[Any]],
         # columns across engines), so the column keeps an injective hash.
         for i, keys in enumerate(columns):
             if parts[i] is None and key_types(i) - {NoneType} <= {int, bool}:
-                parts[i] = _int_floats(materialize(keys), NoneType in key_types(i))
+                parts[i] = _int_floats(keys, NoneType in key_types(i))
         if all(part is not None for part in parts):
             return "float64", [_float_bits(*part) for part in parts]  # type: ignore[misc]
     types = frozenset().union(*(key_types(i) for i in range(len(columns))))
     kinds = types - {NoneType}
     if kinds and kinds <= {int, bool}:
         try:
-            bits = [_int_bits(materialize(keys), NoneType in types) for keys in columns]
+            bits = [_int_bits(keys, NoneType in types) for keys in columns]
         except OverflowError:
             bits = [None]  # integers beyond 64 bits: Python's hash, with checks
         if all(b is not None for b in bits):

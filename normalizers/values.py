@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from polysql.core.columnar import ArrowColumn
 from polysql.normalizers.policy import ComparePolicy
 
 NoneType = type(None)
@@ -182,8 +183,9 @@ class FloatKeys(Sequence[Any]):
 
 
 def materialize(keys: Sequence[Any]) -> Sequence[Any]:
-    """Keys as a plain sequence with C-speed indexing (builds a FloatKeys' list)."""
-    return keys.as_list() if isinstance(keys, FloatKeys) else keys
+    """Keys as a plain sequence with C-speed indexing (builds a FloatKeys' or an Arrow column's
+    list)."""
+    return keys.as_list() if isinstance(keys, FloatKeys | ArrowColumn) else keys
 
 
 def _float_array_keys(arr: np.ndarray, policy: ComparePolicy,
@@ -497,6 +499,13 @@ def column_keys(values: Sequence[Any], policy: ComparePolicy,
     kinds = types - {NoneType}
     if not kinds or reading.native or _values_are_keys(kinds, policy, reading):
         return values
+    if kinds == {float} and isinstance(values, ArrowColumn):
+        parts = values.float_parts()
+        if parts is not None:  # the keys _float_keys(_with_nulls) make, from the Arrow buffer
+            arr, nulls = parts
+            if NoneType in types and nulls is None:
+                nulls = np.zeros(arr.size, dtype=bool)
+            return _float_array_keys(arr, policy, nulls if NoneType in types else None)
     if len(kinds) == 1:
         kind = next(iter(kinds))
         if NoneType not in types:

@@ -34,7 +34,10 @@ class Result:
     """What one statement returned on one engine.
 
     ``rows`` hold Python values as the engine's driver returns them (int, float, Decimal, str,
-    bytes, date, datetime, bool, None). ``types`` are the engine's own type names, one per column.
+    bytes, date, datetime, bool, None): a list of tuples, or an
+    :class:`~polysql.core.columnar.ArrowRows` (a sequence of the same tuples, kept as Arrow
+    columns until something asks for them). ``types`` are the engine's own type names, one per
+    column.
     When ``error`` is set, ``columns`` and ``rows`` are empty.
     """
 

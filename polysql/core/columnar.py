@@ -1,0 +1,162 @@
+"""Result rows held as an Arrow table, turned into Python values only where something asks.
+
+An engine that hands back Arrow (DuckDB) puts :class:`ArrowRows` in ``Result.rows``: it is a
+sequence of row tuples like the list a driver returns -- same length, same values, same types --
+but the tuples are built on first use. The comparison never asks for them on its fast paths: it
+reads each column through :class:`ArrowColumn`, whose numbers come out as NumPy arrays with no
+Python object per value.
+
+A column's Python values are exactly ``pyarrow``'s ``to_pylist()``; an engine only returns Arrow
+for the column types where that equals what its own driver returns (see the engine's execute).
+pyarrow is imported by whoever builds the table; here only once a column is looked at, so
+importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+NoneType = type(None)
+# Values of a column read one at a time before the column is converted whole (at least).
+_SINGLE_LOOKUPS = 64
+
+class ArrowRows(Sequence[tuple[Any, ...]]):
+    """A result's rows as an Arrow table (``table``); Python tuples on first use."""
+
+    __slots__ = ("_rows", "table")
+
+    def __init__(self, table: Any) -> None:
+        self.table = table  # a pyarrow.Table
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    def materialized(self) -> list[tuple[Any, ...]]:
+        """The rows as a list of tuples (built once)."""
+        if self._rows is None:
+            columns = [column.to_pylist() for column in self.table.columns]
+            self._rows = list(zip(*columns, strict=True)) if columns else \
+                [() for _ in range(self.table.num_rows)]
+        return self._rows
+
+    def columns(self) -> list[ArrowColumn]:
+        return [ArrowColumn(column) for column in self.table.columns]
+
+    def select(self, indices: Sequence[int]) -> ArrowRows:
+        """The same rows with only the columns at ``indices``."""
+        return ArrowRows(self.table.select(list(indices)))
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._rows is None and isinstance(index, slice) and index.step in (None, 1):
+            start, stop, _ = index.indices(len(self))  # the first rows, without building all
+            return ArrowRows(self.table.slice(start, max(0, stop - start))).materialized()
+        return self.materialized()[index]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.materialized())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ArrowRows):
+            return self.materialized() == other.materialized()
+        if isinstance(other, list):
+            return self.materialized() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the list it stands for
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled as its Arrow table: the execution cache stores columns, not Python objects
+        return ArrowRows, (self.table,)
+
+    def __repr__(self) -> str:
+        return f"ArrowRows({self.table.num_rows} rows x {self.table.num_columns} columns)"
+
+
+class ArrowColumn(Sequence[Any]):
+    """One Arrow column as a sequence of Python values (built on first use), with NumPy views of
+    its numbers for the comparison's fast paths."""
+
+    __slots__ = ("_lookups", "_values", "array")
+
+    def __init__(self, array: Any) -> None:
+        self.array = array  # a pyarrow.ChunkedArray
+        self._values: list[Any] | None = None
+        self._lookups = 0  # single values read one by one, before the whole list was built
+
+    def as_list(self) -> list[Any]:
+        if self._values is None:
+            self._values = self.array.to_pylist()
+        return self._values
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._values is None and isinstance(index, int):
+            # A few values (an example row, the rows left for the tolerance pass) are read one
+            # by one; many, and the whole column is converted once instead.
+            self._lookups += 1
+            if self._lookups <= max(_SINGLE_LOOKUPS, len(self.array) // 32):
+                return self.array[index].as_py()
+        return self.as_list()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.as_list())
+
+    def _kind(self) -> type | None:
+        """The Python type of this column's values, when its Arrow type has exactly one."""
+        import pyarrow.types as types
+
+        arrow = self.array.type
+        if types.is_null(arrow):
+            return NoneType
+        if types.is_integer(arrow):
+            return int
+        if types.is_float32(arrow) or types.is_float64(arrow):  # float16 gives numpy scalars
+            return float
+        if types.is_boolean(arrow):
+            return bool
+        if types.is_string(arrow) or types.is_large_string(arrow):
+            return str
+        return None
+
+    def python_types(self) -> frozenset[type] | None:
+        """The set of Python types ``as_list()`` would hold, read off the Arrow type and NULL
+        count; None for a type not known here (then ask the values)."""
+        kind = self._kind()
+        if kind is None:
+            return None
+        nulls = self.array.null_count
+        if kind is NoneType or nulls == len(self.array):
+            return frozenset({NoneType}) if len(self.array) else frozenset()
+        return frozenset({kind, NoneType}) if nulls else frozenset({kind})
+
+    def _nulls(self) -> np.ndarray | None:
+        if not self.array.null_count:
+            return None
+        valid = self.array.is_valid()
+        return ~np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def float_parts(self) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """(float64 values, NULL mask or None) of a float column; NULL slots hold NaN."""
+        if self._kind() is not float:
+            return None
+        # a copy: Arrow's own buffers are read-only, and the keys may be patched in place
+        values = np.array(self.array.to_numpy(), dtype=np.float64)
+        return values, self._nulls()
+
+    def int_parts(self) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """(int64 values, NULL mask or None) of an integer column that fits int64; NULL slots
+        hold 0. None otherwise (an unsigned 64-bit value above the int64 range)."""
+        if self._kind() is not int:
+            return None
+        nulls = self._nulls()
+        array = self.array.fill_null(0) if nulls is not None else self.array
+        values = np.asarray(array.to_numpy())
+        if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+            return None
+        return values.astype(np.int64), nulls  # a copy, writable (NULL slots get marked)

@@ -25,3 +25,9 @@ def classify(exc: Exception, *, interrupted: bool) -> ErrorKind:
     if isinstance(exc, (duckdb.IOException, duckdb.ConnectionException, duckdb.FatalException)):
         return "unavailable"
     return "runtime"
+
+
+def interrupted_by_user(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's answer to Ctrl-C: its Python client notices SIGINT while a
+    statement runs on the main thread and raises a plain RuntimeError, not KeyboardInterrupt."""
+    return type(exc) is RuntimeError and str(exc) == "Query interrupted"

@@ -25,7 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from polysql.backends._common.cancel import Flight, cancelled
-from polysql.backends.duckdb.errors import classify
+from polysql.backends.duckdb.errors import classify, interrupted_by_user
 from polysql.core.columnar import ArrowRows
 from polysql.core.model import Result
 
@@ -125,6 +125,10 @@ def run_statement(conn: duckdb.DuckDBPyConnection, sql: str, *, timeout: float, 
             message = f"statement exceeded the {timeout:g}s timeout ({message})"
         return Result.failed(kind, message, elapsed=time.perf_counter() - started,
                              engine=engine)
+    except RuntimeError as exc:
+        if interrupted_by_user(exc):  # Ctrl-C: stop the command, as anywhere else
+            raise KeyboardInterrupt from exc
+        raise
     except (duckdb.Error, MemoryError, ValueError, OverflowError) as exc:
         # ValueError/OverflowError: a value the Python client cannot represent.
         if flight.cancelled.is_set():

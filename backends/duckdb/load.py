@@ -23,6 +23,7 @@ from polysql.backends._common.load_files import (
     source_coercions,
     source_name,
 )
+from polysql.backends.duckdb.errors import interrupted_by_user
 from polysql.backends.duckdb.types import duckdb_type, quote_ident
 from polysql.core.errors import LoadError
 from polysql.core.naming import NameMode, check_mode, rename_tables
@@ -241,6 +242,10 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
             try:
                 counts, coercions = copy_tables(conn, source, replace=False, names=mode)
                 conn.execute("CHECKPOINT")
+            except RuntimeError as exc:
+                if interrupted_by_user(exc):  # Ctrl-C during a statement: stop, as anywhere
+                    raise KeyboardInterrupt from exc
+                raise
             finally:
                 conn.close()
         return LoadReport(origin, source_name(target), fingerprint, tables=counts,

@@ -20,6 +20,7 @@ from sqlalchemy.engine import URL
 
 from polysql.backends._common.cancel import Flights
 from polysql.backends._common.fingerprint import file_digest
+from polysql.backends._common.interruptible import interruptibly
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import (
     DEFAULT_MAX_ROWS,
@@ -105,8 +106,9 @@ class DuckDBBackend(Backend):
             if refused is not None:
                 refused.elapsed = time.perf_counter() - started
                 return refused
-            return run_statement(conn, sql, timeout=timeout, max_rows=max_rows, flight=flight,
-                                 engine=self.name, started=started)
+            return interruptibly(lambda: run_statement(
+                conn, sql, timeout=timeout, max_rows=max_rows, flight=flight, engine=self.name,
+                started=started), flight)
 
     def cancel(self) -> bool:
         """``DuckDBPyConnection.interrupt()``, as the timeout's timer does."""

@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL
 
 from polysql.backends._common.arrow import arrow_schema
 from polysql.backends._common.cancel import Flights, cancelled
+from polysql.backends._common.interruptible import interruptibly
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
 from polysql.backends.sqlite import INFO, introspect_arrow
@@ -102,8 +103,9 @@ class SQLiteBackend(Backend):
             if not flight.arm(conn.interrupt):
                 return cancelled(self.name, time.perf_counter() - started)
             try:
-                return run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
-                                     flight=flight, engine=self.name)
+                return interruptibly(lambda: run_statement(
+                    conn, sql, timeout=timeout, max_rows=max_rows, flight=flight,
+                    engine=self.name), flight)
             finally:
                 flight.disarm()
 

@@ -6,16 +6,16 @@ into its progress handler, where the KeyboardInterrupt is swallowed and the stat
 'interrupted', which read as the SQL's own runtime error. Called from the main thread,
 :func:`interruptibly` runs the statement on a helper thread while the main thread waits where a
 signal reaches it at once; Ctrl-C then cancels the statement through its flight and, once the
-statement has stopped, raises KeyboardInterrupt. On any other thread, or when SIGINT has a handler
-of its own (or none), the statement runs in place: a sweep's workers are stopped by the sweep's
-own interrupt handling.
+statement has stopped, raises KeyboardInterrupt. Whatever handler SIGINT has runs as usual while
+the main thread waits: one that raises KeyboardInterrupt (Python's own, PySpark's) stops the
+statement; one that does not (a sweep's) leaves it running, as before. On any other thread the
+statement runs in place.
 """
 
 from __future__ import annotations
 
 import os
 import queue
-import signal
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -49,9 +49,10 @@ def _jobs() -> queue.SimpleQueue[Callable[[], None]]:
 
 def interruptibly(work: Callable[[], T], flight: Flight) -> T:
     """``work()`` (which runs the statement of ``flight``), stoppable by Ctrl-C."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return work()  # no Ctrl-C to answer here (a worker, or SIGINT handled elsewhere)
+    if threading.current_thread() is not threading.main_thread():
+        # Signal handlers run on the main thread only: a worker has no Ctrl-C to answer (a
+        # sweep stops its workers through its own handler).
+        return work()
     outcome: list[tuple[bool, object]] = []
     # An Event, not a thread join: a join cut short by Ctrl-C may count the thread as finished
     # while it still runs, and the statement's connection would be closed under it.
@@ -68,7 +69,7 @@ def interruptibly(work: Callable[[], T], flight: Flight) -> T:
     _jobs().put(run)
     try:
         done.wait()
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or whatever else a signal handler raised here
         flight.cancel()
         done.wait()  # the engine stops within moments; a second Ctrl-C leaves at once
         raise

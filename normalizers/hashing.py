@@ -75,8 +75,9 @@ def _int_array(keys: Sequence[Any], nullable: bool) -> tuple[np.ndarray, np.ndar
     parts = keys.int_parts() if isinstance(keys, ArrowColumn) else None
     if parts is not None:  # an Arrow integer column: its buffer, no Python int per value
         values, nulls = parts
-        return values, (nulls if nulls is not None else np.zeros(values.size, dtype=bool)) \
-            if nullable else None
+        if nullable and nulls is None:
+            nulls = np.zeros(values.size, dtype=bool)
+        return values, nulls if nullable else None
     keys = materialize(keys)
     if not nullable:
         return np.array(keys, dtype=np.int64).reshape(-1), None

@@ -502,10 +502,8 @@ def column_keys(values: Sequence[Any], policy: ComparePolicy,
     if kinds == {float} and isinstance(values, ArrowColumn):
         parts = values.float_parts()
         if parts is not None:  # the keys _float_keys(_with_nulls) make, from the Arrow buffer
-            arr, nulls = parts
-            if NoneType in types and nulls is None:
-                nulls = np.zeros(arr.size, dtype=bool)
-            return _float_array_keys(arr, policy, nulls if NoneType in types else None)
+            arr, nulls = parts  # nulls: None exactly when the column holds no NULL
+            return _float_array_keys(arr, policy, nulls)
     if len(kinds) == 1:
         kind = next(iter(kinds))
         if NoneType not in types:

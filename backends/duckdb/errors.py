@@ -4,13 +4,17 @@ and for refusals of the locked configuration, by message."""
 from __future__ import annotations
 
 import duckdb
+import pyarrow as pa
 
 from polysql.core.model import ErrorKind
 
 
 def classify(exc: Exception, *, interrupted: bool) -> ErrorKind:
-    """Map a duckdb exception raised by untrusted SQL to an ``ExecError.kind``."""
-    if isinstance(exc, duckdb.InterruptException):
+    """Map a duckdb (or Arrow stream) exception raised by untrusted SQL to an
+    ``ExecError.kind``."""
+    if isinstance(exc, duckdb.InterruptException | pa.ArrowException):
+        # an Arrow error carries DuckDB's own, met while the rows streamed: after our timer
+        # fired it is the interrupt, else the statement's failure
         return "timeout" if interrupted else "runtime"
     if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
         return "too_large"
@@ -29,5 +33,7 @@ def classify(exc: Exception, *, interrupted: bool) -> ErrorKind:
 
 def interrupted_by_user(exc: BaseException) -> bool:
     """Whether ``exc`` is DuckDB's answer to Ctrl-C: its Python client notices SIGINT while a
-    statement runs on the main thread and raises a plain RuntimeError, not KeyboardInterrupt."""
+    statement runs on the main thread and raises a plain RuntimeError, not KeyboardInterrupt.
+    (Queries never meet it: they run off the main thread, see _common/interruptible.py; a load
+    runs its statements on the main thread.)"""
     return type(exc) is RuntimeError and str(exc) == "Query interrupted"

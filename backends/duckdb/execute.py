@@ -25,7 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from polysql.backends._common.cancel import Flight, cancelled
-from polysql.backends.duckdb.errors import classify, interrupted_by_user
+from polysql.backends.duckdb.errors import classify
 from polysql.core.columnar import ArrowRows
 from polysql.core.model import Result
 
@@ -116,21 +116,9 @@ def run_statement(conn: duckdb.DuckDBPyConnection, sql: str, *, timeout: float, 
         cursor = conn.execute(sql)
         description = cursor.description or []
         rows, truncated = _fetch(cursor, description, max_rows) if description else ([], False)
-    except pa.ArrowException as exc:  # the Arrow stream carries DuckDB's error as text
-        if flight.cancelled.is_set():
-            return cancelled(engine, time.perf_counter() - started, str(exc))
-        kind = "timeout" if fired.is_set() else "runtime"
-        message = str(exc)
-        if kind == "timeout":
-            message = f"statement exceeded the {timeout:g}s timeout ({message})"
-        return Result.failed(kind, message, elapsed=time.perf_counter() - started,
-                             engine=engine)
-    except RuntimeError as exc:
-        if interrupted_by_user(exc):  # Ctrl-C: stop the command, as anywhere else
-            raise KeyboardInterrupt from exc
-        raise
-    except (duckdb.Error, MemoryError, ValueError, OverflowError) as exc:
-        # ValueError/OverflowError: a value the Python client cannot represent.
+    except (duckdb.Error, pa.ArrowException, MemoryError, ValueError, OverflowError) as exc:
+        # ValueError/OverflowError: a value the Python client cannot represent; an Arrow error
+        # carries DuckDB's own, raised while the rows stream.
         if flight.cancelled.is_set():
             return cancelled(engine, time.perf_counter() - started, str(exc))
         kind = classify(exc, interrupted=fired.is_set())

@@ -8,8 +8,8 @@ Python object per value.
 
 A column's Python values are exactly ``pyarrow``'s ``to_pylist()``; an engine only returns Arrow
 for the column types where that equals what its own driver returns (see the engine's execute).
-pyarrow is imported by whoever builds the table; here only once a column is looked at, so
-importing this module costs nothing.
+pyarrow is not imported here (whoever builds the table has it; a column's type is read through
+``pyarrow.types`` only when asked), so importing this module costs only NumPy.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 NoneType = type(None)
 # Values of a column read one at a time before the column is converted whole (at least).
 _SINGLE_LOOKUPS = 64
+
 
 class ArrowRows(Sequence[tuple[Any, ...]]):
     """A result's rows as an Arrow table (``table``); Python tuples on first use."""

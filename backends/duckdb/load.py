@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
+from polysql.backends._common.lanes import load_lanes
 from polysql.backends._common.load_files import (
     atomic_build,
     load_file_once,
@@ -24,6 +25,7 @@ from polysql.backends._common.load_files import (
     source_name,
 )
 from polysql.backends.duckdb.errors import interrupted_by_user
+from polysql.backends.duckdb.load_lanes import fill_in_lanes
 from polysql.backends.duckdb.types import duckdb_type, quote_ident
 from polysql.core.errors import LoadError
 from polysql.core.naming import NameMode, check_mode, rename_tables
@@ -89,11 +91,10 @@ def _add_primary_key(conn: duckdb.DuckDBPyConnection, table: Table) -> Coercion 
         conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({keys})")
     except duckdb.ConstraintException:
         any_null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in table.primary_key)
-        nulls = conn.execute(f"SELECT count(*) FROM {name} WHERE {any_null}").fetchone()
-        duplicates = conn.execute(
-            f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {name} "
-            f"WHERE NOT ({any_null}) GROUP BY {keys} HAVING count(*) > 1)").fetchone()
-        null_rows, duplicate_rows = int(nulls[0]), int(duplicates[0])  # type: ignore[index]
+        null_rows = _count(conn, f"SELECT count(*) FROM {name} WHERE {any_null}")
+        duplicate_rows = _count(
+            conn, f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {name} "
+                  f"WHERE NOT ({any_null}) GROUP BY {keys} HAVING count(*) > 1)")
         return Coercion(
             table.name, ", ".join(table.primary_key),
             f"primary key not created: {null_rows} rows have a NULL key and {duplicate_rows} "
@@ -105,10 +106,16 @@ def _duplicates(conn: duckdb.DuckDBPyConnection, table: Table, columns: tuple[st
     """Rows sharing all of ``columns`` (none NULL) with another row."""
     keys = ", ".join(quote_ident(c) for c in columns)
     present = " AND ".join(f"{quote_ident(c)} IS NOT NULL" for c in columns)
-    row = conn.execute(
-        f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM {quote_ident(table.name)} "
-        f"WHERE {present} GROUP BY {keys} HAVING count(*) > 1)").fetchone()
-    return int(row[0]) if row else 0
+    return _count(
+        conn, f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM "
+              f"{quote_ident(table.name)} WHERE {present} GROUP BY {keys} HAVING count(*) > 1)")
+
+
+def _count(conn: duckdb.DuckDBPyConnection, sql: str) -> int:
+    """A one-number answer, read to its end: a result left open makes the connection refuse
+    the next register() (DuckDB 2)."""
+    rows = conn.execute(sql).fetchall()
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
 def _add_indexes(conn: duckdb.DuckDBPyConnection, table: Table) -> list[Coercion]:
@@ -173,31 +180,55 @@ def copy_views(conn: duckdb.DuckDBPyConnection, source: Backend, *,
             for name, _ in pending]
 
 
-def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *,
-                replace: bool, names: NameMode = "exact") -> tuple[dict[str, int], list[Coercion]]:
-    """Create and fill every source table in ``conn``; row counts and coercions."""
-    source_tables = source.tables()
+def _fill_table(conn: duckdb.DuckDBPyConnection, source: Backend, origin: Table,
+                table: Table) -> tuple[int, list[Coercion]]:
+    """Rows, primary key and indexes of one created table; its row count and coercions."""
+    try:
+        # rows are read by the source's names and inserted by position
+        loaded = _insert_rows(conn, source, origin, into=table.name)
+    except duckdb.Error as exc:
+        raise LoadError(f"cannot load table {table.name!r} into DuckDB: {exc}") from exc
+    if table.row_count is not None and loaded != table.row_count:
+        raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows "
+                        f"but {loaded} arrived")
     notes: list[Coercion] = []
-    counts: dict[str, int] = {}
-    for origin, table in zip(source_tables, rename_tables(source_tables, names), strict=True):
+    dropped = _add_primary_key(conn, table)
+    if dropped is not None:
+        notes.append(dropped)
+    notes.extend(_add_indexes(conn, table))
+    return loaded, notes
+
+
+def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *, replace: bool,
+                names: NameMode = "exact", lanes: int = 1) -> tuple[dict[str, int], list[Coercion]]:
+    """Create and fill every source table in ``conn``, up to ``lanes`` tables at once; row
+    counts and coercions."""
+    source_tables = source.tables()
+    pairs = list(zip(source_tables, rename_tables(source_tables, names), strict=True))
+    # Created one after another in the source's order, so the catalog lists them in that order
+    # whichever lane fills which table.
+    for _, table in pairs:
         try:
             if replace:
                 conn.execute(f"DROP TABLE IF EXISTS {quote_ident(table.name)}")
             conn.execute(create_table_sql(table))
-            # rows are read by the source's names and inserted by position
-            counts[table.name] = _insert_rows(conn, source, origin, into=table.name)
         except duckdb.Error as exc:
             raise LoadError(f"cannot load table {table.name!r} into DuckDB: {exc}") from exc
-        if table.row_count is not None and counts[table.name] != table.row_count:
-            raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows "
-                            f"but {counts[table.name]} arrived")
-        dropped = _add_primary_key(conn, table)
-        if dropped is not None:
-            notes.append(dropped)
-        notes.extend(_add_indexes(conn, table))
+    filled = fill_in_lanes(conn, pairs, lambda lane, pair: _fill_table(lane, source, *pair),
+                           lanes=lanes, size=lambda pair: pair[1].row_count or 0)
+    counts = {table.name: loaded for (_, table), (loaded, _) in zip(pairs, filled, strict=True)}
+    notes = [note for _, table_notes in filled for note in table_notes]
     notes.extend(copy_views(conn, source, replace=replace))
     # Asked last: reading the rows may have found more (text that was not valid UTF-8).
     return counts, source_coercions(source) + notes
+
+
+def _lanes(target: DuckDBBackend, source: Backend) -> int:
+    """Tables filled at once: one per core the source can be read on, within the target's own
+    ``threads`` setting (a user who limits DuckDB to one thread means one core)."""
+    threads = target._config.get("threads")
+    lanes = load_lanes(source)
+    return min(lanes, int(threads)) if threads else lanes
 
 
 def _refuse_if_open_here(path: Path, config: dict[str, Any]) -> None:
@@ -232,7 +263,7 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
     def build() -> LoadReport:
         if path is None:
             counts, coercions = copy_tables(target._connection(), source, replace=replace,
-                                            names=mode)
+                                            names=mode, lanes=_lanes(target, source))
             return LoadReport(origin, source_name(target), fingerprint, tables=counts,
                               coercions=coercions)
         target._release()  # nothing may hold the old file while it is replaced
@@ -240,7 +271,8 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
         with atomic_build(path, _COMPANIONS) as temporary:
             conn = duckdb.connect(str(temporary), config=dict(target._config))
             try:
-                counts, coercions = copy_tables(conn, source, replace=False, names=mode)
+                counts, coercions = copy_tables(conn, source, replace=False, names=mode,
+                                                lanes=_lanes(target, source))
                 conn.execute("CHECKPOINT")
             except RuntimeError as exc:
                 if interrupted_by_user(exc):  # Ctrl-C during a statement: stop, as anywhere

@@ -12,7 +12,6 @@ keeps two processes from loading the same database at once.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
+from polysql.backends._common.lanes import load_lanes
 from polysql.backends._common.load_files import source_coercions, source_name
 from polysql.backends.mysql.connect import Login
 from polysql.backends.mysql.load_copy import TablePlan, copy_tables, plan_tables
@@ -55,7 +55,6 @@ SETTINGS_FORMAT = 2
 STAGE_PREFIX = "polysql_stage_"
 OLD_PREFIX = "polysql_old_"
 _AUX_HASH_DIGITS = 16
-_MAX_FILL_LANES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +68,6 @@ class LoadSettings:
     @classmethod
     def create(cls, *, names: str, collation: str | None, reader_host: str) -> LoadSettings:
         return cls(check_mode(names), collation, reader_host)
-
-
-def _fill_lanes(source: Backend) -> int:
-    """Tables filled at once: one per core (up to _MAX_FILL_LANES), when the source can be read
-    from several threads at once."""
-    if "parallel_read" not in source.capabilities:
-        return 1
-    return max(1, min(_MAX_FILL_LANES, os.cpu_count() or 1))
 
 
 def auxiliary_name(prefix: str, database: str) -> str:
@@ -167,7 +158,7 @@ def _build_and_swap(conn: pymysql.connections.Connection, loading: Loading, data
             return notes
 
         copied, indexed = copy_tables(loading, stage, plans, source, collation,
-                                      lanes=_fill_lanes(source), after_fill=index_table)
+                                      lanes=load_lanes(source), after_fill=index_table)
         # Asked after the copy: reading the rows can find more (text that was not UTF-8,
         # integers a float column could only hold approximately).
         coercions = [_renamed(c, renamed) for c in source_coercions(source)] + copied

@@ -18,7 +18,6 @@ can only cause a reload, never a skip over content that does not match.
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
+from polysql.backends._common.lanes import load_lanes
 from polysql.backends._common.load_files import source_coercions, source_name, timed
 from polysql.backends.postgres.connect import (
     MAINTENANCE_DATABASE,
@@ -61,7 +61,6 @@ EVALUATION_SCHEMA = "public"
 _IN_PROGRESS = ""  # the fingerprint recorded while a load runs
 _STAGING_PREFIX = "polysql_staging_"
 _STAGING_LIKE = r"polysql\_staging\_%"  # the prefix as a LIKE pattern (its _ taken literally)
-_MAX_COPY_LANES = 4
 # What a load builds beyond the rows; a copy recorded under an older format is reloaded once.
 # 2: secondary indexes and UNIQUE constraints are carried.
 # 3: the fold schema (load_views.py).
@@ -127,14 +126,6 @@ def _drop_staging_left_behind(conn: psycopg.Connection) -> None:
         conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 
 
-def _copy_lanes(source: Backend) -> int:
-    """Tables filled at once: one per core (up to four), when the source can be read from
-    several threads at once."""
-    if "parallel_read" not in source.capabilities:
-        return 1
-    return max(1, min(_MAX_COPY_LANES, os.cpu_count() or 1))
-
-
 def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], source: Backend,
            *, database: str, reader: str, names: str, report: LoadReport) -> LoadReport:
     tables = source.tables()
@@ -147,7 +138,7 @@ def _build(conn: psycopg.Connection, connect: Callable[[], psycopg.Connection], 
     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(staging)))
     try:
         create_tables(conn, staging, plans)
-        copied = copy_tables(connect, staging, plans, source, workers=_copy_lanes(source))
+        copied = copy_tables(connect, staging, plans, source, workers=load_lanes(source))
         with conn.transaction():
             key_coercions = add_keys(conn, staging, plans) + add_indexes(conn, staging, plans)
             if fold is not None:

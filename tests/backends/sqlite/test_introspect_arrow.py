@@ -233,6 +233,7 @@ class _FailingSource:
     does when a value cannot be converted half way through the stream."""
 
     dialect = "sqlite"
+    capabilities = frozenset({"load_source"})
 
     def __init__(self, path: Path) -> None:
         self._inner = polysql.connect(f"sqlite:///{path}")

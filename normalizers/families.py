@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from polysql.normalizers.policy import ComparePolicy
+from polysql.normalizers.values import is_fixed
 
 # Type names (lowercased) of semi-structured columns, whose text holds JSON.
 _JSON_TYPE = re.compile(r"^(json|jsonb|variant|object|array|object\('json'\))$|^json\b")
@@ -100,9 +101,10 @@ class _Canonical:
             return value
         if value == math.trunc(value) and abs(value) < _EXACT_FLOAT_INT:
             return int(value)
-        if self.policy.tolerant:  # nested numbers: the bucket of the usual significant digits
-            return float(f"{value:.{self.policy.significant_digits}g}")
-        return value
+        if not self.policy.tolerant or (self.policy.short_numbers_exact and is_fixed(value)):
+            return value  # exact, or written out in full (as top-level numbers, see values.py)
+        # nested numbers: the bucket of the usual significant digits
+        return float(f"{value:.{self.policy.significant_digits}g}")
 
     def nested(self, value: Any) -> Any:
         """A value inside a JSON document, array, struct or map."""

@@ -13,6 +13,11 @@ from typing import Any, Literal
 
 from polysql.core.errors import ComparisonError
 
+#: Bumped whenever a default of the contract changes what is judged equal: sweep records carry it,
+#: so a resumed sweep re-judges (from its execution cache) every verdict made under another one.
+#: 2: numbers written out in full are compared without relative tolerance (short_numbers_exact).
+CONTRACT_VERSION = 2
+
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]
 ArrayOrder = Literal["ordered", "unordered"]
@@ -28,6 +33,9 @@ class ComparePolicy:
     numeric_tolerance: bool = True
     rel_tol: float = 1e-5
     abs_tol: float = 1e-9
+    #: two numbers both written out in at most 12 significant digits (integers, rounded
+    #: results, exact numerics) get no relative tolerance: it is for float noise, not rounding
+    short_numbers_exact: bool = True
     #: text that spells a number equals that number (only against a column holding numbers)
     numeric_strings: bool = True
     #: True/False equal 1/0

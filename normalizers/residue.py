@@ -26,7 +26,13 @@ from polysql.normalizers.hashing import row_hashes
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.side import EXACT_SCHEMES, Side
 from polysql.normalizers.tolerance import pair_within_tolerance
-from polysql.normalizers.values import EXACT_FLOAT_INT, Number, column_types, fine_value
+from polysql.normalizers.values import (
+    EXACT_FLOAT_INT,
+    Number,
+    column_types,
+    fine_value,
+    fixed_numbers,
+)
 
 _NUMBER_SLOT = np.uint64(0x5A17)  # what a number contributes to a row's signature
 
@@ -38,6 +44,7 @@ class _Numbers:
 
     approx: np.ndarray  # float64
     exact: np.ndarray  # bool: an integer (compares exactly with another integer)
+    fixed: np.ndarray  # bool: written out in full (two such get no relative tolerance)
     is_number: np.ndarray  # bool
     other: np.ndarray  # uint64: hash of the non-number key, _NUMBER_SLOT for numbers
     fine: list[Any]  # the fine values themselves (for verification of non-numbers)
@@ -58,7 +65,8 @@ def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
     other = np.fromiter((0 if isinstance(v, Number) else hash(v) for v in fine),
                         dtype=np.int64, count=len(fine)).view(np.uint64)
     other = np.where(is_number, _NUMBER_SLOT, other)
-    return _Numbers(approx, exact, is_number, other, fine)
+    fixed = is_number & (exact | fixed_numbers(approx))
+    return _Numbers(approx, exact, fixed, is_number, other, fine)
 
 
 def _homogeneous_numbers(values: list[Any]) -> _Numbers | None:
@@ -85,7 +93,7 @@ def _homogeneous_numbers(values: list[Any]) -> _Numbers | None:
     else:
         exact = np.zeros(approx.size, dtype=bool)
     # All numbers: the fine values are never consulted for verification.
-    return _Numbers(approx, exact, np.ones(approx.size, dtype=bool),
+    return _Numbers(approx, exact, exact | fixed_numbers(approx), np.ones(approx.size, dtype=bool),
                     np.full(approx.size, _NUMBER_SLOT, dtype=np.uint64), values)
 
 
@@ -106,6 +114,8 @@ def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
     with np.errstate(invalid="ignore", over="ignore"):
         if policy.tolerant:
             limit = np.maximum(policy.rel_tol * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol)
+            if policy.short_numbers_exact:  # two numbers written out in full: no relative part
+                limit = np.where(a.fixed[ia] & b.fixed[ib], policy.abs_tol, limit)
             finite = np.isfinite(x) & np.isfinite(y)  # inf equals only inf of the same sign
             close = (x == y) | (finite & (np.abs(x - y) <= limit))
         else:

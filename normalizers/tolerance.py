@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import Number
+from polysql.normalizers.values import Number, is_fixed
 
 _NUMBER_SLOT = object()  # stands for "some number" in a row's signature
 
@@ -30,10 +30,18 @@ def values_match(a: Any, b: Any, policy: ComparePolicy) -> bool:
             return a.exact == b.exact  # two integers: exactly, even beyond float precision
         if not policy.tolerant:
             return a.approx == b.approx
+        if policy.short_numbers_exact and written_out(a) and written_out(b):
+            # both written out in full: a rounding or truncation apart is a different answer
+            return a.approx == b.approx or abs(a.approx - b.approx) <= policy.abs_tol
         return math.isclose(a.approx, b.approx, rel_tol=policy.rel_tol, abs_tol=policy.abs_tol)
     if isinstance(a, Number) or isinstance(b, Number):
         return False
     return bool(a == b)
+
+
+def written_out(number: Number) -> bool:
+    """An integer, or a float written out in at most SHORT_DIGITS significant digits."""
+    return number.exact is not None or is_fixed(number.approx)
 
 
 def rows_match(a: Sequence[Any], b: Sequence[Any], policy: ComparePolicy) -> bool:

@@ -117,6 +117,51 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
         return np.where(np.isfinite(rounded), rounded, values)
 
 
+#: Numbers written out with at most this many significant digits -- a rounded result, a decimal
+#: literal, an engine's exact numeric, any integer -- are compared exactly with each other. The
+#: relative tolerance is there for float noise, which shows in the last of a double's 16-17
+#: digits: 22979.63 against 22979.6 (ROUND to 1 place where the gold rounds to 2), or 1378778
+#: against 1378778.04 (integer division), are different answers however close. Twelve leaves a
+#: margin: a noisy double lands exactly on a 12-digit decimal about once in 10^4 values.
+SHORT_DIGITS = 12
+# Where round_significant decides shortness exactly: every power of ten it scales by, 10^0 to
+# 10^22, is exact in float64. Outside this range a number counts as not written out (tolerant).
+_SHORT_RANGE = (1e-11, 1e12)
+
+
+def fixed_numbers(values: np.ndarray) -> np.ndarray:
+    """Per float: whether it is written out in full -- integral (below 2^53), or the double
+    nearest to a decimal of at most SHORT_DIGITS significant digits."""
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(values)
+        integral = (values == np.trunc(values)) & (magnitude < EXACT_FLOAT_INT)
+        short = ((magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
+                 & (round_significant(values, SHORT_DIGITS) == values))
+    return integral | short
+
+
+# Float noise within this relative distance of a number written out in full is keyed as that
+# number, so the hashed pass pairs 22979.630000000005 with 22979.63 without the tolerance pass.
+# Only keys use it (equal keys are within tolerance either way); verdicts use fixed_numbers.
+_SNAP = 1e-12
+
+
+def _written_forms(values: np.ndarray) -> np.ndarray:
+    """Per float: the number written out in full that it is, or is float noise around; NaN for
+    the others."""
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(values)
+        written = round_significant(values, SHORT_DIGITS)
+        near = ((magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
+                & (np.abs(written - values) <= _SNAP * magnitude))
+    return np.where(near, written, np.nan)
+
+
+def is_fixed(value: float) -> bool:
+    """:func:`fixed_numbers` of one float (the same computation, so both paths agree)."""
+    return bool(fixed_numbers(np.array([value], dtype=np.float64))[0])
+
+
 class FloatKeys(Sequence[Any]):
     """Keys of a column converted through float64, held as the float64 array itself.
 
@@ -191,12 +236,18 @@ def materialize(keys: Sequence[Any]) -> Sequence[Any]:
 def _float_array_keys(arr: np.ndarray, policy: ComparePolicy,
                       nulls: np.ndarray | None = None) -> FloatKeys:
     """Keys of a float64 array: integral values kept exactly (so 3.0 meets int 3 in the hash),
-    others bucketed to the policy's significant digits. ``nulls`` marks NULL rows, whose slots
+    and with ``short_numbers_exact`` numbers written out in full (see SHORT_DIGITS) and float
+    noise around them keyed as those numbers; the others bucketed to the policy's significant
+    digits. ``nulls`` marks NULL rows, whose slots
     hold a NaN placeholder. Rounding is elementwise, so placeholders change no other key."""
     if policy.tolerant:
         integral = (arr == np.trunc(arr)) & (np.abs(arr) < EXACT_FLOAT_INT)
         if not integral.all():
-            arr = np.where(integral, arr, round_significant(arr, policy.significant_digits))
+            bucketed = round_significant(arr, policy.significant_digits)
+            if policy.short_numbers_exact:
+                written = _written_forms(arr)
+                bucketed = np.where(np.isnan(written), bucketed, written)
+            arr = np.where(integral, arr, bucketed)
     keys = FloatKeys(arr, nulls)
     nan = np.isnan(arr)
     if nulls is not None:

@@ -5,8 +5,9 @@ the gold for ``gold``, sqlglot's version and the gold for ``transpile``, the pro
 and model settings for a model), of the gold SQL, and the fingerprint of the source database;
 on an engine whose databases polysql did not load (an existing database per db_id), also the
 fingerprint of that database, and on an engine whose built copies hold more than the source's
-tables (PostgreSQL's fold schema), the digest of that layout. On resume a record whose digests
-differ from today's is re-evaluated; an identical one is kept.
+tables (PostgreSQL's fold schema), the digest of that layout; and the version of the comparison
+contract that judged it. On resume a record whose digests differ from today's is re-evaluated
+(its executions come from the cache); an identical one is kept.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from collections.abc import Callable
 from polysql.core.digest import content_digest
 from polysql.core.predictor import Predictor, TargetEngine
 from polysql.datasets.base import Question
+from polysql.normalizers.policy import CONTRACT_VERSION
 
 Inputs = dict[str, str]
+#: The comparison contract's version: a verdict judged under another one is re-judged.
+CONTRACT = f"compare-{CONTRACT_VERSION}"
 
 
 def gold_digest(question: Question) -> str:
@@ -60,7 +64,8 @@ class RecordInputs:
     def of(self, question: Question, predictor: Predictor[Question], engine: TargetEngine) -> Inputs:
         inputs = {"prediction": predictor.input_digest(question, engine),
                   "gold": gold_digest(question),
-                  "database": self.database(question.db_id)}
+                  "database": self.database(question.db_id),
+                  "contract": CONTRACT}
         target = self.target(engine.name, question.db_id)
         if target is not None:  # only then: records on plain built copies keep the inputs they had
             inputs["target"] = target

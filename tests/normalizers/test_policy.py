@@ -34,7 +34,7 @@ def test_policy_is_frozen() -> None:
 
 
 def test_policy_object_and_keyword_options_combine() -> None:
-    gold, pred = Result(["a"], [(1.0,)]), Result(["a"], [(1.001,)])
+    gold, pred = Result(["a"], [(1 / 3,)]), Result(["a"], [(0.334,)])
     loose = ComparePolicy(rel_tol=1e-2)
     assert compare(gold, pred, policy=loose).match
     assert not compare(gold, pred, policy=loose, numeric_tolerance=False).match

@@ -40,8 +40,11 @@ def test_rows_reordered_by_noise_fall_back_to_general_pairing() -> None:
     # Same exact part, two numbers so close that noise swaps their sort order: pairing by rank
     # fails, the general pass still pairs each with its partner.
     # y values straddle a 6-digit bucket boundary, so both rows are left to the tolerance pass.
-    gold = Result(["k", "x", "y"], [("a", 1.0000001, 0.12345649), ("a", 1.0000002, 0.22345649)])
-    pred = Result(["k", "x", "y"], [("a", 1.00000025, 0.12345651), ("a", 1.00000005, 0.22345651)])
+    # (Digits past the 12th make them float noise: numbers written out in full compare exactly.)
+    gold = Result(["k", "x", "y"], [("a", 1.0000001000000012, 0.12345649000000122),
+                                    ("a", 1.0000002000000012, 0.22345649000000123)])
+    pred = Result(["k", "x", "y"], [("a", 1.0000002500000011, 0.12345651000000123),
+                                    ("a", 1.0000000500000013, 0.22345651000000122)])
     verdict = compare(gold, pred)
     assert verdict.match, verdict.reason
     assert verdict.details["tolerance_pairs"] == 2
@@ -49,14 +52,17 @@ def test_rows_reordered_by_noise_fall_back_to_general_pairing() -> None:
 
 def test_integers_stay_exact_in_the_tolerance_pass() -> None:
     # A float column makes the pass run; the integer column must still compare exactly.
-    gold = Result(["n", "x"], [(100000, 0.12345649), (2**60, 1.5)])
-    pred = Result(["n", "x"], [(100001, 0.12345651), (2**60 + 1, 1.5)])
+    gold = Result(["n", "x"], [(100000, 0.12345649000000122), (2**60, 1.5)])
+    pred = Result(["n", "x"], [(100001, 0.12345651000000123), (2**60 + 1, 1.5)])
     verdict = compare(gold, pred)
     assert not verdict.match
-    # ...while an integral Decimal against an int is exact, and a Decimal fraction is tolerant.
+    # ...while an integral Decimal against an int is exact, and a long Decimal fraction is
+    # tolerant; one written out in full is exact against the int.
     assert compare(Result(["n"], [(Decimal("100000"),)]), Result(["n"], [(100000,)])).match
     assert not compare(Result(["n"], [(Decimal("100000"),)]), Result(["n"], [(100001,)])).match
-    assert compare(Result(["n"], [(Decimal("100000.5"),)]), Result(["n"], [(100001,)])).match
+    assert compare(Result(["n"], [(Decimal("100000.99999999999"),)]),
+                   Result(["n"], [(100001,)])).match
+    assert not compare(Result(["n"], [(Decimal("100000.5"),)]), Result(["n"], [(100001,)])).match
 
 
 def test_null_in_a_numeric_column_only_pairs_with_null() -> None:

@@ -80,15 +80,17 @@ def test_different_values(a: Any, b: Any) -> None:
 
 def test_values_straddling_a_rounding_boundary_still_match() -> None:
     # 6 significant digits bucket these differently (0.123456 vs 0.123457); the tolerance pass
-    # on the unmatched residue pairs them.
-    verdict = compare(one(0.12345649), one(0.12345651))
+    # on the unmatched residue pairs them. (Float noise past the 12th digit: written out in
+    # full, 0.12345649 and 0.12345651 would be two different answers.)
+    verdict = compare(one(0.12345649000000122), one(0.12345651000000123))
     assert verdict.match, verdict.reason
     assert verdict.details["tolerance_pairs"] == 1
+    assert not compare(one(0.12345649), one(0.12345651)).match
 
 
 def test_residue_pairing_respects_multiplicity() -> None:
-    gold = Result(["v"], [(0.12345649,), (0.12345649,), (5,)])
-    pred = Result(["v"], [(0.12345651,), (5,), (5,)])
+    gold = Result(["v"], [(0.12345649000000122,), (0.12345649000000122,), (5,)])
+    pred = Result(["v"], [(0.12345651000000123,), (5,), (5,)])
     verdict = compare(gold, pred)
     assert not verdict.match
     assert "1 gold row missing" in verdict.reason
@@ -96,7 +98,9 @@ def test_residue_pairing_respects_multiplicity() -> None:
 
 def test_tolerance_is_configurable() -> None:
     assert not same(1.0, 1.001)
-    assert same(1.0, 1.001, rel_tol=1e-2)
+    assert same(1.0000000000000002, 1.001, rel_tol=1e-2)
+    assert not same(1.0, 1.001, rel_tol=1e-2)  # both written out in full: no relative tolerance
+    assert same(1.0, 1.001, rel_tol=1e-2, short_numbers_exact=False)
     assert not same(1e-12, 0, abs_tol=0.0)
     assert not same(0.1 + 0.2, 0.3, numeric_tolerance=False)
     assert same(Decimal("1.1"), 1.1, numeric_tolerance=False)  # the float's shortest spelling
@@ -162,8 +166,8 @@ def test_all_null_columns_match() -> None:
 
 
 def test_ordered_rows_may_differ_within_tolerance() -> None:
-    gold = Result(["id", "x"], [(1, 0.12345649), (2, 5.0)])
-    pred = Result(["id", "x"], [(1, 0.12345651), (2, 5.0)])
+    gold = Result(["id", "x"], [(1, 0.12345649000000122), (2, 5.0)])
+    pred = Result(["id", "x"], [(1, 0.12345651000000123), (2, 5.0)])
     verdict = compare(gold, pred, gold_sql="SELECT id, x FROM t ORDER BY id")
     assert verdict.match, verdict.reason
     assert verdict.details["tolerance_pairs"] == 1

@@ -58,6 +58,32 @@ def test_a_fixed_predictions_file_is_re_evaluated_and_the_old_verdict_set_aside(
     assert code == 0 and "0 new records, 2 resumed" in output
 
 
+def test_verdicts_judged_under_an_older_comparison_contract_are_judged_again(
+        tmp_path: Path) -> None:
+    """A release that changes what the comparison calls equal must not leave old verdicts
+    standing in a resumed run: records carry the contract's version."""
+    run, preds = tmp_path / "run", tmp_path / "preds.jsonl"
+    write_predictions(preds, {"demo-001": demo_gold("demo-001"), "demo-002": "SELECT 42"})
+    args = ["--out", str(run), "--engines", "sqlite", "--limit", "2", "--predictor", f"m={preds}"]
+    code, output = sweep(*args)
+    assert code == 0, output
+    results = run / RESULTS_FILE
+    lines = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    assert all(record["inputs"]["contract"] for record in lines)
+    # as an older release wrote them: another contract, and (say) the other verdict on demo-001
+    for record in lines:
+        record["inputs"]["contract"] = "compare-1"
+        if record["question_id"] == "demo-001":
+            record["status"], record["match"] = "mismatch", False
+    results.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    code, output = sweep(*args)
+    assert code == 0, output
+    assert "2 new records (2 re-evaluated: their inputs changed), 0 resumed" in output
+    records = by_question(run)
+    assert records["demo-001"]["status"] == "match"
+    assert records["demo-002"]["status"] == "mismatch"
+
+
 def test_a_reused_predictor_name_never_mixes_two_files(tmp_path: Path) -> None:
     run = tmp_path / "run"
     first = write_predictions(tmp_path / "a.jsonl", {f"demo-00{i}": demo_gold(f"demo-00{i}") for i in (1, 2, 3)})

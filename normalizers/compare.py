@@ -250,6 +250,7 @@ def _usable_widened(widened: Result | None, gold: Result, details: dict[str, Any
 def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: ComparePolicy):
     """Candidate alignments, most meaningful first, each tried at most once."""
     seen: set[tuple[int, ...]] = set()
+    by_name = None
     if pol.align_by_name:
         by_name = align_by_name(gold.names, pred.names, case_insensitive=pol.case_insensitive_headers,
                                 allow_extra=pol.allow_extra_columns)
@@ -260,9 +261,11 @@ def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: 
     if by_position is not None and by_position.mapping not in seen:
         seen.add(by_position.mapping)
         yield by_position
-    # Values decide only when names and positions cannot: hashing every column is not free, and
-    # with equal widths the position alignment already pairs every column.
-    if pol.align_by_value and (gold.width != pred.width or not seen):
+    # Values decide only when names and positions did not give a match (this generator is lazy:
+    # a prediction matched by name or position never pays for hashing every column), and not
+    # when the names already said which column is which. With equal widths that leaves a
+    # prediction listing the same columns in another order under other names.
+    if pol.align_by_value and (gold.width != pred.width or by_name is None):
         strict = order.ordered and order.keys is None
         gold_sigs = [column_signature(gold.keys(j, _self_reading(gold, j, pol)), strict)
                      for j in range(gold.width)]

@@ -54,7 +54,7 @@ def test_header_case_switch() -> None:
     gold = Result(["a", "b"], [(1, 2)])
     pred = Result(["B", "A"], [(2, 1)])
     assert compare(gold, pred).details["alignment"] == "name"
-    strict = compare(gold, pred, case_insensitive_headers=False)
+    strict = compare(gold, pred, case_insensitive_headers=False, align_by_value=False)
     assert strict.details["alignment"] == "position"
     assert not strict.match
 
@@ -63,7 +63,20 @@ def test_align_by_name_switch() -> None:
     gold = Result(["a", "b"], [(1, 2)])
     pred = Result(["b", "a"], [(2, 1)])
     assert compare(gold, pred).match
-    assert not compare(gold, pred, align_by_name=False).match
+    assert not compare(gold, pred, align_by_name=False, align_by_value=False).match
+
+
+def test_equal_widths_in_another_order_under_other_names_align_by_value() -> None:
+    gold = Result(["Name", "Milliseconds"], [("C.O.D.", 199836), ("Breaking The Rules", 263288)])
+    pred = Result(["ms", "track_name"], [(263288, "Breaking The Rules"), (199836, "C.O.D.")])
+    verdict = compare(gold, pred)
+    assert verdict.match, verdict.reason
+    assert verdict.details["alignment"] == "value"
+    assert verdict.details["column_map"] == [1, 0]
+    # the columns must still form the same rows
+    shuffled = Result(["ms", "track_name"], [(199836, "Breaking The Rules"), (263288, "C.O.D.")])
+    assert not compare(gold, shuffled).match
+    assert not compare(gold, pred, align_by_value=False).match
 
 
 def test_value_alignment_takes_the_leftmost_of_identical_columns() -> None:

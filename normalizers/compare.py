@@ -40,6 +40,7 @@ from polysql.normalizers.rows import (
     contained_in,
     example_row,
     side_difference,
+    tie_groups,
 )
 from polysql.normalizers.shape import mismatch_shape
 from polysql.normalizers.values import PLAIN_READING, Reading, reading_for
@@ -399,21 +400,21 @@ class CutTies:
 def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...],
                    gold_ties: list[tuple[Any, ...]] | None = None,
                    widened_ties: list[tuple[Any, ...]] | None = None) -> CutTies | None:
-    if gold_ties is not None and widened_ties is not None:
-        gold_keys: list[Any] = gold_ties
-        widened_keys: list[Any] = widened_ties
-    else:
-        gold_keys = list(zip(*(gold.key_column(j) for j in keys), strict=True))
-        widened_keys = list(zip(*(widened.key_column(j) for j in keys), strict=True))
-    last = gold_keys[gold.height - 1]
-    boundary = gold.height - 1
-    while boundary > 0 and gold_keys[boundary - 1] == last:
-        boundary -= 1
-    group_rows = [i for i, key in enumerate(widened_keys) if key == last]
-    if len(group_rows) <= gold.height - boundary:
+    """The tie group the gold's LIMIT cuts, as the widened re-run shows it (None: no cut).
+
+    The gold is the widened re-run's first rows (the same query with a wider LIMIT), so the
+    group is the widened run's tie group at the gold's last position, grouped as any gold is
+    (a run ordered only by float noise is one group)."""
+    if gold.height == 0 or widened.height < gold.height:
         return None
-    may_continue = bool(group_rows) and group_rows[-1] == widened.height - 1
-    return CutTies(boundary, group_rows, may_continue)
+    hidden = widened_ties if gold_ties is not None and widened_ties is not None else None
+    groups = tie_groups(widened, keys, hidden)
+    members = np.flatnonzero(groups == groups[gold.height - 1])
+    boundary = int(members[0])
+    if len(members) <= gold.height - boundary:
+        return None
+    may_continue = int(members[-1]) == widened.height - 1
+    return CutTies(boundary, members.tolist(), may_continue)
 
 
 def _compare_with_cut_ties(gold: Side, pred: Side, widened: Side, cut: CutTies, order: RowOrder,

@@ -15,7 +15,9 @@ from polysql.core.errors import ComparisonError
 
 #: Bumped whenever a default of the contract changes what is judged equal: sweep records carry it,
 #: so a resumed sweep re-judges (from its execution cache) every verdict made under another one.
-#: 2: numbers written out in full are compared without relative tolerance (short_numbers_exact).
+#: 2: numbers written out in full are compared without relative tolerance (short_numbers_exact);
+#:    same-width columns under other names align by value; runs ordered by the gold's float
+#:    noise form one tie group.
 CONTRACT_VERSION = 2
 
 UnresolvedOrder = Literal["exact", "bag"]

@@ -22,13 +22,17 @@ def not_loaded(database: str | None, records: str) -> str:
     return f"database {database!r} was not loaded by polysql (no reader recorded in {records})"
 
 
-def privileged_login_refusal(user: str, rights: Sequence[str], why_no_reader: str) -> str:
+def privileged_login_refusal(user: str, rights: Sequence[str], why_no_reader: str,
+                             database: str | None = None) -> str:
     """The refusal for ``user``, which holds ``rights`` beyond reading (the weightiest first, as
-    the engine lists them: the first few are shown)."""
+    the engine lists them: the first few are shown), naming the command that makes a reader for
+    ``database``."""
     distinct = list(dict.fromkeys(rights))
     shown = ", ".join(distinct[:_SHOWN])
     if len(distinct) > _SHOWN:
         shown += f" and {len(distinct) - _SHOWN} more"
-    return (f"evaluated SQL never runs as {user!r}, which holds {shown}; {why_no_reader}. Load "
-            f"the database with polysql (which creates a SELECT-only reader), or connect with a "
-            f"login that has only SELECT")
+    create = f"polysql reader create URL --database {database or 'NAME'}"
+    return (f"evaluated SQL never runs as {user!r}, which holds {shown}; {why_no_reader}. To "
+            f"evaluate on this existing database, create a SELECT-only login once with "
+            f"`{create}` (URL: this administrator URL) and use the URL it prints; or copy the "
+            f"data into a database of polysql's own with `polysql load`")

@@ -274,7 +274,7 @@ def evaluation_login(conn: pymysql.connections.Connection, login: Login) -> Eval
     if not extra:
         return EvaluationLogin(login)
     return EvaluationLogin(None, privileged_login_refusal(
-        login.user, extra, not_loaded(login.database, META_DATABASE)))
+        login.user, extra, not_loaded(login.database, META_DATABASE), login.database))
 
 
 # -- evaluation databases built from setup scripts -------------------------------------------

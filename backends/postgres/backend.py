@@ -184,7 +184,8 @@ class PostgresBackend(Backend):
         loaded, password = loaded_reader(url, own["dbname"], reader_role)
         if not loaded:
             raise EngineError(privileged_login_refusal(
-                own["user"], rights, not_loaded(own["dbname"], f"{META_DATABASE} on this server")))
+                own["user"], rights, not_loaded(own["dbname"], f"{META_DATABASE} on this server"),
+                own["dbname"]))
         if password is None:
             server = describe(own)
             raise EngineUnavailableError(

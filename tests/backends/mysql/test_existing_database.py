@@ -68,7 +68,7 @@ def test_an_administrator_login_is_refused_in_the_shared_words(existing: tuple[U
     prefix = privileged_login_refusal(user, ["X"], "")
     assert message.startswith(prefix.split("X")[0])
     assert not_loaded(database, "polysql_meta") in message
-    assert message.endswith("connect with a login that has only SELECT")
+    assert f"`polysql reader create URL --database {database}`" in message
 
 
 def test_reader_create_makes_a_login_that_only_reads_and_drop_removes_it(

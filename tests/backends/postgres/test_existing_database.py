@@ -102,7 +102,8 @@ def test_an_administrator_login_is_refused_naming_its_rights(existing: Existing)
     assert message.startswith(f"evaluated SQL never runs as {admin!r}, which holds ")
     assert "SUPERUSER" in message
     assert f"database {existing.database!r} was not loaded by polysql" in message
-    assert "connect with a login that has only SELECT" in message
+    # the way out, for the database at hand
+    assert f"`polysql reader create URL --database {existing.database}`" in message
 
 
 def test_a_login_that_can_write_is_refused_with_the_shared_message(existing: Existing) -> None:
@@ -111,7 +112,7 @@ def test_a_login_that_can_write_is_refused_with_the_shared_message(existing: Exi
     # the words every server engine uses (MySQL's refusal is built by the same function)
     assert str(refused.value) == privileged_login_refusal(
         existing.writer, ["INSERT on public.invoice"],
-        not_loaded(existing.database, "polysql_meta on this server"))
+        not_loaded(existing.database, "polysql_meta on this server"), existing.database)
 
 
 def test_a_login_on_a_database_that_is_not_there_is_unavailable(existing: Existing) -> None:

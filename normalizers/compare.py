@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from polysql.normalizers.align import (
 )
 from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import plural, row_span
+from polysql.normalizers.families import is_float32_type
 from polysql.normalizers.hashing import HashScheme, hash_columns
 from polysql.normalizers.ordering import OrderInfo, infer_order, widen_limit
 from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
@@ -265,8 +266,10 @@ def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: 
     # Values decide only when names and positions did not give a match (this generator is lazy:
     # a prediction matched by name or position never pays for hashing every column), and not
     # when the names already said which column is which. With equal widths that leaves a
-    # prediction listing the same columns in another order under other names.
-    if pol.align_by_value and (gold.width != pred.width or by_name is None):
+    # prediction listing the same columns in another order under other names; the same names
+    # (a repeated FirstName for employee and manager) leave their order to say which is which.
+    if pol.align_by_value and (gold.width != pred.width
+                               or (by_name is None and not _same_headers(gold, pred, pol))):
         strict = order.ordered and order.keys is None
         gold_sigs = [column_signature(gold.keys(j, _self_reading(gold, j, pol)), strict)
                      for j in range(gold.width)]
@@ -275,6 +278,13 @@ def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: 
         by_value = align_by_value(gold_sigs, pred_sigs, allow_extra=pol.allow_extra_columns)
         if by_value is not None and by_value.mapping not in seen:
             yield by_value
+
+
+def _same_headers(gold: ResultColumns, pred: ResultColumns, pol: ComparePolicy) -> bool:
+    """Whether both results carry the same headers, counted, in any order."""
+    def fold(names: list[str]) -> list[str]:
+        return sorted(name.casefold() if pol.case_insensitive_headers else name for name in names)
+    return fold(gold.names) == fold(pred.names)
 
 
 def _self_reading(cols: ResultColumns, j: int, pol: ComparePolicy) -> Reading:
@@ -322,7 +332,12 @@ def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | No
     readings = []
     for j, k in enumerate(alignment.mapping):
         types = gold.types(j) | pred.types(k) | (widened.types(j) if widened is not None else frozenset())
-        readings.append(reading_for(types, pol) if types else PLAIN_READING)
+        reading = reading_for(types, pol) if types else PLAIN_READING
+        if float in types and any(is_float32_type(name) for name in (
+                gold.type_name(j), pred.type_name(k),
+                widened.type_name(j) if widened is not None else None)):
+            reading = replace(reading, approximate=True)
+        readings.append(reading)
 
     gold_indices = tuple(range(gold.width))
     sides = [(gold, gold_indices), (pred, alignment.mapping)]

@@ -67,6 +67,22 @@ class Nested:
         return "[" + ", ".join(repr(v) for v in self.items) + "]"
 
 
+# Engine type names of 32-bit floats (PostgreSQL float4; DuckDB, MySQL and Spark FLOAT;
+# ClickHouse Float32). Engines whose FLOAT is 64 bits (BigQuery, Snowflake) only lose the exact
+# comparison of numbers written out in full there; SQLite's REAL is 64 bits and not listed.
+_FLOAT32_TYPES = frozenset({"float4", "float", "float32"})
+
+
+def is_float32_type(type_name: str | None) -> bool:
+    """Whether an engine type name is a 32-bit float (see _FLOAT32_TYPES)."""
+    if not type_name:
+        return False
+    name = type_name.strip().lower().replace(" ", "")
+    if name.startswith("nullable(") and name.endswith(")"):
+        name = name[len("nullable("):-1]
+    return name in _FLOAT32_TYPES
+
+
 def type_family(type_name: str | None) -> str | None:
     """The family an engine type name puts a column in, if it needs one: "json", "map",
     "interval:<unit>" or "time"."""

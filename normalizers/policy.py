@@ -36,7 +36,8 @@ class ComparePolicy:
     rel_tol: float = 1e-5
     abs_tol: float = 1e-9
     #: two numbers both written out in at most 12 significant digits (integers, rounded
-    #: results, exact numerics) get no relative tolerance: it is for float noise, not rounding
+    #: results, exact numerics) get no relative tolerance beyond a 32-bit float's precision: it
+    #: is for float noise, not rounding
     short_numbers_exact: bool = True
     #: text that spells a number equals that number (only against a column holding numbers)
     numeric_strings: bool = True

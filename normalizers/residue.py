@@ -28,6 +28,7 @@ from polysql.normalizers.side import EXACT_SCHEMES, Side
 from polysql.normalizers.tolerance import pair_within_tolerance
 from polysql.normalizers.values import (
     EXACT_FLOAT_INT,
+    WRITTEN_RTOL,
     Number,
     column_types,
     fine_value,
@@ -53,7 +54,7 @@ class _Numbers:
 def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
     raw = side.raw[j]
     values = [raw[i] for i in rows]
-    fast = _homogeneous_numbers(values)
+    fast = _homogeneous_numbers(values, side.reading[j].approximate)
     if fast is not None:
         return fast
     fine = [fine_value(v, side.policy, side.reading[j]) for v in values]
@@ -65,11 +66,12 @@ def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
     other = np.fromiter((0 if isinstance(v, Number) else hash(v) for v in fine),
                         dtype=np.int64, count=len(fine)).view(np.uint64)
     other = np.where(is_number, _NUMBER_SLOT, other)
-    fixed = is_number & (exact | fixed_numbers(approx))
+    fixed = np.fromiter((isinstance(v, Number) and (v.exact is not None or v.written)
+                         for v in fine), dtype=bool, count=len(fine))
     return _Numbers(approx, exact, fixed, is_number, other, fine)
 
 
-def _homogeneous_numbers(values: list[Any]) -> _Numbers | None:
+def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbers | None:
     """Vectorized :class:`_Numbers` for a column of only floats, only ints or only Decimals
     (no NULL, no NaN), else None.
 
@@ -93,7 +95,9 @@ def _homogeneous_numbers(values: list[Any]) -> _Numbers | None:
     else:
         exact = np.zeros(approx.size, dtype=bool)
     # All numbers: the fine values are never consulted for verification.
-    return _Numbers(approx, exact, exact | fixed_numbers(approx), np.ones(approx.size, dtype=bool),
+    # ``approximate``: a 32-bit float on a side; no number of the pair counts as written out
+    fixed = exact if approximate else exact | fixed_numbers(approx)
+    return _Numbers(approx, exact, fixed, np.ones(approx.size, dtype=bool),
                     np.full(approx.size, _NUMBER_SLOT, dtype=np.uint64), values)
 
 
@@ -114,8 +118,11 @@ def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
     with np.errstate(invalid="ignore", over="ignore"):
         if policy.tolerant:
             limit = np.maximum(policy.rel_tol * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol)
-            if policy.short_numbers_exact:  # two numbers written out in full: no relative part
-                limit = np.where(a.fixed[ia] & b.fixed[ib], policy.abs_tol, limit)
+            if policy.short_numbers_exact:  # two numbers written out in full: see written_match
+                integral = (x == np.trunc(x)) | (y == np.trunc(y))
+                written = np.where(integral, policy.abs_tol, np.maximum(
+                    WRITTEN_RTOL * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol))
+                limit = np.where(a.fixed[ia] & b.fixed[ib], written, limit)
             finite = np.isfinite(x) & np.isfinite(y)  # inf equals only inf of the same sign
             close = (x == y) | (finite & (np.abs(x - y) <= limit))
         else:

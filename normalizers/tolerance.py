@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import Number, is_fixed
+from polysql.normalizers.values import WRITTEN_RTOL, Number
 
 _NUMBER_SLOT = object()  # stands for "some number" in a row's signature
 
@@ -32,16 +32,27 @@ def values_match(a: Any, b: Any, policy: ComparePolicy) -> bool:
             return a.approx == b.approx
         if policy.short_numbers_exact and written_out(a) and written_out(b):
             # both written out in full: a rounding or truncation apart is a different answer
-            return a.approx == b.approx or abs(a.approx - b.approx) <= policy.abs_tol
+            return written_match(a.approx, b.approx, policy)
         return math.isclose(a.approx, b.approx, rel_tol=policy.rel_tol, abs_tol=policy.abs_tol)
     if isinstance(a, Number) or isinstance(b, Number):
         return False
     return bool(a == b)
 
 
+def written_match(a: float, b: float, policy: ComparePolicy) -> bool:
+    """Two numbers written out in full: equal, within the absolute tolerance, or -- neither
+    integral -- within a 32-bit float's precision (see WRITTEN_RTOL)."""
+    difference = abs(a - b)
+    if a == b or difference <= policy.abs_tol:
+        return True
+    if a == math.trunc(a) or b == math.trunc(b):
+        return False
+    return difference <= WRITTEN_RTOL * max(abs(a), abs(b))
+
+
 def written_out(number: Number) -> bool:
-    """An integer, or a float written out in at most SHORT_DIGITS significant digits."""
-    return number.exact is not None or is_fixed(number.approx)
+    """An integer, or a number written out in at most SHORT_DIGITS significant digits."""
+    return number.exact is not None or number.written
 
 
 def rows_match(a: Sequence[Any], b: Sequence[Any], policy: ComparePolicy) -> bool:

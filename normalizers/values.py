@@ -64,6 +64,9 @@ class Reading:
     temporal: bool = False
     booleans: bool = False
     native: bool = False
+    #: a side's engine type is a 32-bit float: seven digits that round what the other side may
+    #: have written out in full, so no number of the pair counts as written out
+    approximate: bool = False
 
 
 PLAIN_READING = Reading()
@@ -124,6 +127,11 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
 #: against 1378778.04 (integer division), are different answers however close. Twelve leaves a
 #: margin: a noisy double lands exactly on a 12-digit decimal about once in 10^4 values.
 SHORT_DIGITS = 12
+#: Two numbers written out in full, neither of them integral, may still differ by a 32-bit
+#: float's precision: a CAST AS REAL on one side rounds to 24 bits before the arithmetic goes on
+#: in doubles (368231.326 against 368231.328). A rounding to fewer places (1e-6 and up) or a
+#: truncation to an integer (compared exactly) is still a different answer.
+WRITTEN_RTOL = 2.0**-23
 # Where round_significant decides shortness exactly: every power of ten it scales by, 10^0 to
 # 10^22, is exact in float64. Outside this range a number counts as not written out (tolerant).
 _SHORT_RANGE = (1e-11, 1e12)
@@ -547,6 +555,9 @@ def column_keys(values: Sequence[Any], policy: ComparePolicy,
     """
     if types is None:
         types = column_types(values)
+    if reading.approximate and policy.short_numbers_exact:
+        # a 32-bit float on a side: every number of the pair is bucketed, none written out
+        policy = policy.with_options(short_numbers_exact=False)
     kinds = types - {NoneType}
     if not kinds or reading.native or _values_are_keys(kinds, policy, reading):
         return values
@@ -574,6 +585,8 @@ class Number:
 
     approx: float
     exact: int | None
+    #: written out in full (see SHORT_DIGITS): against another such number, no relative tolerance
+    written: bool = False
 
     def __repr__(self) -> str:
         return str(self.exact) if self.exact is not None else repr(self.approx)
@@ -584,6 +597,10 @@ def _to_float(v: int | Decimal) -> float:
         return float(v)
     except OverflowError:
         return math.inf if v > 0 else -math.inf
+
+
+def _written(value: float, policy: ComparePolicy, reading: Reading) -> bool:
+    return policy.short_numbers_exact and not reading.approximate and is_fixed(value)
 
 
 def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
@@ -597,14 +614,16 @@ def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
     if kind is int:
         return Number(_to_float(v), v)
     if kind is float:
-        # A float is approximate by nature, even when integral: always compared within tolerance.
-        return _nan_key(policy) if math.isnan(v) else Number(v, None)
+        # A float is approximate by nature, even when integral: compared within tolerance unless
+        # it is written out in full and so is the other number.
+        return _nan_key(policy) if math.isnan(v) else Number(v, None, _written(v, policy, reading))
     if kind is Decimal:
         if v.is_nan():
             return _nan_key(policy)
         if v.is_finite() and v == v.to_integral_value():
             return Number(_to_float(v), int(v))
-        return Number(_to_float(v), None)
+        approx = _to_float(v)
+        return Number(approx, None, _written(approx, policy, reading))
     if kind is str and reading.numbers:
         number = parse_number_text(v.rstrip(" ") if policy.trim_trailing_spaces else v)
         if number is not None:

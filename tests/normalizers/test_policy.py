@@ -79,6 +79,14 @@ def test_equal_widths_in_another_order_under_other_names_align_by_value() -> Non
     assert not compare(gold, pred, align_by_value=False).match
 
 
+def test_repeated_headers_keep_their_positions() -> None:
+    """Employee and manager both named FirstName: only the order says which is which."""
+    gold = Result(["FirstName", "FirstName"], [("Jane", "Andrew"), ("Nancy", "Andrew")])
+    swapped = Result(["FirstName", "FirstName"], [("Andrew", "Jane"), ("Andrew", "Nancy")])
+    assert not compare(gold, swapped).match
+    assert compare(gold, gold).match
+
+
 def test_value_alignment_takes_the_leftmost_of_identical_columns() -> None:
     gold = Result(["n"], [(1,), (2,)])
     pred = Result(["x", "y", "z"], [("a", 1, 1), ("b", 2, 2)])

@@ -58,6 +58,8 @@ def test_two_numbers_written_out_in_full_must_be_equal(gold: Any, pred: Any) -> 
     (22979.630000000005, 22979.63),  # noise against a value with more than 6 digits
     (1e-12, 0.0),  # absolute tolerance, as before
     (123456789, 123456789.0004),  # 13 significant digits: not written out, tolerant
+    (1378778.04, 1378777.984),  # CAST(SUM(ms) AS REAL) / 1000: a 32-bit float, then doubles
+    (368231.326, 368231.3125),
     (float(2**60), 2**60 + 1),  # a float beyond 2^53 stays approximate
 ])
 def test_float_noise_on_either_side_is_still_tolerated(gold: Any, pred: Any) -> None:
@@ -100,3 +102,15 @@ def test_shortness_is_decided_the_same_way_for_one_value_and_for_an_array() -> N
         # written out in full: its shortest spelling has at most 12 significant digits
         if value != int(value) and 1e-11 <= abs(value) < 1e12:
             assert flag == (float(f"{value:.12g}") == value), value
+
+
+def test_a_32_bit_float_column_is_never_written_out() -> None:
+    """PostgreSQL's float4, DuckDB's and MySQL's FLOAT keep 24 bits: 368231326 comes back as
+    368231330 (PostgreSQL's text) or 368231328 (DuckDB's value), both integral."""
+    gold = Result(["s"], [(368231326.0,)], types=["REAL"])  # SQLite's REAL is 64 bits
+    for name, value in (("float4", 368231330.0), ("FLOAT", 368231328.0),
+                        ("Nullable(Float32)", 368231328.0)):
+        assert compare(gold, Result(["s"], [(value,)], types=[name])).match, name
+        assert not compare(gold, Result(["s"], [(value,)], types=["float8"])).match, name
+    # still far from a wrong answer
+    assert not compare(gold, Result(["s"], [(368599559.0,)], types=["float4"])).match

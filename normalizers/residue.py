@@ -66,8 +66,8 @@ def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
     other = np.fromiter((0 if isinstance(v, Number) else hash(v) for v in fine),
                         dtype=np.int64, count=len(fine)).view(np.uint64)
     other = np.where(is_number, _NUMBER_SLOT, other)
-    fixed = np.fromiter((isinstance(v, Number) and (v.exact is not None or v.written)
-                         for v in fine), dtype=bool, count=len(fine))
+    # written out in full (see tolerance.written_out), decided for the whole column at once
+    fixed = is_number & (exact if side.reading[j].approximate else exact | fixed_numbers(approx))
     return _Numbers(approx, exact, fixed, is_number, other, fine)
 
 

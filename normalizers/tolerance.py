@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import WRITTEN_RTOL, Number
+from polysql.normalizers.values import WRITTEN_RTOL, Number, is_fixed
 
 _NUMBER_SLOT = object()  # stands for "some number" in a row's signature
 
@@ -51,8 +51,9 @@ def written_match(a: float, b: float, policy: ComparePolicy) -> bool:
 
 
 def written_out(number: Number) -> bool:
-    """An integer, or a number written out in at most SHORT_DIGITS significant digits."""
-    return number.exact is not None or number.written
+    """An integer, or a number written out in at most SHORT_DIGITS significant digits (never
+    one read beside a 32-bit float)."""
+    return number.exact is not None or (not number.loose and is_fixed(number.approx))
 
 
 def rows_match(a: Sequence[Any], b: Sequence[Any], policy: ComparePolicy) -> bool:

@@ -109,15 +109,24 @@ with np.errstate(over="ignore"):
 
 def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
     """Round finite non-zero floats to ``digits`` significant digits (others unchanged)."""
+    return rounded_to(values, digits)[0]
+
+
+def rounded_to(values: np.ndarray, *digits: int) -> list[np.ndarray]:
+    """:func:`round_significant` to each of ``digits``, the decimal exponent found once."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         exponent = np.floor(np.log10(np.abs(values)))
         np.nan_to_num(exponent, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
         # Clip keeps the scale in the table for subnormal or huge inputs; such values then fail
         # the finiteness test below and stay unrounded (the tolerance pass handles them).
         np.clip(exponent, -300, 300, out=exponent)
-        scale = _POW10[(digits - 1 - exponent).astype(np.intp) + _POW10_OFFSET]
-        rounded = np.round(values * scale) / scale
-        return np.where(np.isfinite(rounded), rounded, values)
+        offsets = _POW10_OFFSET - 1 - exponent.astype(np.intp)
+        out = []
+        for count in digits:
+            scale = _POW10[offsets + count]
+            rounded = np.round(values * scale) / scale
+            out.append(np.where(np.isfinite(rounded), rounded, values))
+        return out
 
 
 #: Numbers written out with at most this many significant digits -- a rounded result, a decimal
@@ -149,25 +158,34 @@ def fixed_numbers(values: np.ndarray) -> np.ndarray:
 
 
 # Float noise within this relative distance of a number written out in full is keyed as that
-# number, so the hashed pass pairs 22979.630000000005 with 22979.63 without the tolerance pass.
+# number, so the hashed pass pairs 22979.630000000004 with 22979.63 without the tolerance pass.
 # Only keys use it (equal keys are within tolerance either way); verdicts use fixed_numbers.
-_SNAP = 1e-12
+_SNAP = 4e-15  # 20-40 units in the last place; a random double lands this close to a 12-digit
+# decimal a few times in 1000, which only sends its row to the tolerance pass
 
 
-def _written_forms(values: np.ndarray) -> np.ndarray:
+def _written_forms(values: np.ndarray, written: np.ndarray) -> np.ndarray:
     """Per float: the number written out in full that it is, or is float noise around; NaN for
-    the others."""
+    the others. ``written``: the values rounded to SHORT_DIGITS."""
     with np.errstate(invalid="ignore"):
         magnitude = np.abs(values)
-        written = round_significant(values, SHORT_DIGITS)
         near = ((magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
                 & (np.abs(written - values) <= _SNAP * magnitude))
     return np.where(near, written, np.nan)
 
 
 def is_fixed(value: float) -> bool:
-    """:func:`fixed_numbers` of one float (the same computation, so both paths agree)."""
-    return bool(fixed_numbers(np.array([value], dtype=np.float64))[0])
+    """:func:`fixed_numbers` of one float, by the same steps in plain Python (NumPy on a
+    one-element array costs 35 us a value; the tolerance pass asks value by value)."""
+    if not math.isfinite(value):
+        return False
+    magnitude = abs(value)
+    if value == math.trunc(value) and magnitude < EXACT_FLOAT_INT:
+        return True
+    if not _SHORT_RANGE[0] <= magnitude < _SHORT_RANGE[1]:
+        return False
+    scale = float(_POW10[SHORT_DIGITS - 1 - math.floor(math.log10(magnitude)) + _POW10_OFFSET])
+    return round(value * scale) / scale == value  # round half to even, as np.round
 
 
 class FloatKeys(Sequence[Any]):
@@ -251,10 +269,12 @@ def _float_array_keys(arr: np.ndarray, policy: ComparePolicy,
     if policy.tolerant:
         integral = (arr == np.trunc(arr)) & (np.abs(arr) < EXACT_FLOAT_INT)
         if not integral.all():
-            bucketed = round_significant(arr, policy.significant_digits)
             if policy.short_numbers_exact:
-                written = _written_forms(arr)
-                bucketed = np.where(np.isnan(written), bucketed, written)
+                bucketed, written = rounded_to(arr, policy.significant_digits, SHORT_DIGITS)
+                forms = _written_forms(arr, written)
+                bucketed = np.where(np.isnan(forms), bucketed, forms)
+            else:
+                bucketed = round_significant(arr, policy.significant_digits)
             arr = np.where(integral, arr, bucketed)
     keys = FloatKeys(arr, nulls)
     nan = np.isnan(arr)
@@ -585,8 +605,8 @@ class Number:
 
     approx: float
     exact: int | None
-    #: written out in full (see SHORT_DIGITS): against another such number, no relative tolerance
-    written: bool = False
+    #: read beside a 32-bit float (Reading.approximate): never written out in full
+    loose: bool = False
 
     def __repr__(self) -> str:
         return str(self.exact) if self.exact is not None else repr(self.approx)
@@ -597,10 +617,6 @@ def _to_float(v: int | Decimal) -> float:
         return float(v)
     except OverflowError:
         return math.inf if v > 0 else -math.inf
-
-
-def _written(value: float, policy: ComparePolicy, reading: Reading) -> bool:
-    return policy.short_numbers_exact and not reading.approximate and is_fixed(value)
 
 
 def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
@@ -616,14 +632,13 @@ def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
     if kind is float:
         # A float is approximate by nature, even when integral: compared within tolerance unless
         # it is written out in full and so is the other number.
-        return _nan_key(policy) if math.isnan(v) else Number(v, None, _written(v, policy, reading))
+        return _nan_key(policy) if math.isnan(v) else Number(v, None, reading.approximate)
     if kind is Decimal:
         if v.is_nan():
             return _nan_key(policy)
         if v.is_finite() and v == v.to_integral_value():
             return Number(_to_float(v), int(v))
-        approx = _to_float(v)
-        return Number(approx, None, _written(approx, policy, reading))
+        return Number(_to_float(v), None, reading.approximate)
     if kind is str and reading.numbers:
         number = parse_number_text(v.rstrip(" ") if policy.trim_trailing_spaces else v)
         if number is not None:

@@ -9,39 +9,24 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
+from polysql_testkit.interrupts import SLOW, sigint_to_main_thread
 
 import polysql
-
-# Statements that run for a minute or more; each test stops one after a moment.
-SLOW = {
-    "sqlite": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r "
-              "WHERE i < 2000000000) SELECT count(*) FROM r",
-    "duckdb": "SELECT count(*) FROM range(2000000000) AS a "
-              "WHERE md5(a.range::VARCHAR) LIKE '%abc%'",
-}
 
 
 @pytest.mark.parametrize("engine", sorted(SLOW))
 def test_ctrl_c_stops_the_statement_and_raises_keyboard_interrupt(engine: str) -> None:
     backend = polysql.connect(f"{engine}://")
-    # a real SIGINT to the main thread, as the terminal sends (interrupt_main() only sets the
-    # flag, which a thread blocked on a lock would not see)
-    main = threading.main_thread().ident
-    assert main is not None
-    timer = threading.Timer(0.5, signal.pthread_kill, args=(main, signal.SIGINT))
     try:
         started = time.perf_counter()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
+        with sigint_to_main_thread(), pytest.raises(KeyboardInterrupt):
             backend.execute(SLOW[engine], timeout=300)
         assert time.perf_counter() - started < 30  # stopped, not run to its end
         assert backend.execute("SELECT 1 AS x").rows == [(1,)]  # the backend still works
     finally:
-        timer.cancel()
         backend.close()
 
 

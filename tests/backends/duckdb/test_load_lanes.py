@@ -4,22 +4,22 @@ others, and Ctrl-C must stop every lane."""
 
 from __future__ import annotations
 
-import signal
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from polysql_testkit.interrupts import SLOW as SLOW_STATEMENTS
+from polysql_testkit.interrupts import sigint_to_main_thread
 
 import polysql
 from polysql.backends.duckdb.load import _lanes, copy_tables
 from polysql.backends.duckdb.load_lanes import fill_in_lanes
 from polysql.core.errors import LoadError
 
-SLOW = "SELECT count(*) FROM range(2000000000) AS a WHERE md5(a.range::VARCHAR) LIKE '%abc%'"
+SLOW = SLOW_STATEMENTS["duckdb"]
 
 
 def _source(path: Path) -> Path:
@@ -124,20 +124,15 @@ def test_a_failing_table_stops_the_table_still_loading() -> None:
 
 def test_ctrl_c_stops_every_lane() -> None:
     conn = duckdb.connect()
-    main = threading.main_thread().ident
-    assert main is not None
-    # a real SIGINT to the main thread while both lanes run a long statement
-    timer = threading.Timer(0.5, signal.pthread_kill, args=(main, signal.SIGINT))
     try:
         started = time.perf_counter()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
+        # a real SIGINT to the main thread while both lanes run a long statement
+        with sigint_to_main_thread(), pytest.raises(KeyboardInterrupt):
             fill_in_lanes(conn, ["a", "b"], lambda cur, _: cur.execute(SLOW).fetchall(),
                           lanes=2, size=lambda job: 1)
         assert time.perf_counter() - started < 30
         assert conn.execute("SELECT 42").fetchall() == [(42,)]
     finally:
-        timer.cancel()
         conn.close()
 
 

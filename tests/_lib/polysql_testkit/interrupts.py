@@ -1,0 +1,30 @@
+"""Ctrl-C as a terminal sends it, and statements that run long enough to be stopped."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# Statements that run for a minute or more; a test stops one after a moment.
+SLOW = {
+    "sqlite": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r "
+              "WHERE i < 2000000000) SELECT count(*) FROM r",
+    "duckdb": "SELECT count(*) FROM range(2000000000) AS a "
+              "WHERE md5(a.range::VARCHAR) LIKE '%abc%'",
+}
+
+
+@contextmanager
+def sigint_to_main_thread(after: float = 0.5) -> Iterator[None]:
+    """A real SIGINT to the main thread ``after`` seconds in (interrupt_main() only sets the
+    flag, which a thread blocked on a lock would not see)."""
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(after, signal.pthread_kill, args=(main, signal.SIGINT))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

@@ -24,6 +24,7 @@ from typing import Any
 
 from polysql.normalizers.rows import side_difference
 from polysql.normalizers.side import Side
+from polysql.normalizers.values import as_float
 
 #: relative difference up to which differing numbers count as drift rather than a wrong number
 DRIFT_RELATIVE = 0.01
@@ -72,7 +73,8 @@ def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
         groups: dict[tuple[Any, ...], list[tuple[float, ...]]] = defaultdict(list)
         for i in positions:
             key = tuple(side.key_column(j)[i] for j in others)
-            groups[key].append(tuple(float(side.raw[j][i]) for j in numeric))
+            # an integer beyond floats is infinite here (then the shape is plain "values")
+            groups[key].append(tuple(as_float(side.raw[j][i]) for j in numeric))
         return groups
 
     gold_groups, pred_groups = grouped(gold, gold_left), grouped(pred, pred_left)

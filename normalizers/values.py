@@ -612,7 +612,8 @@ class Number:
         return str(self.exact) if self.exact is not None else repr(self.approx)
 
 
-def _to_float(v: int | Decimal) -> float:
+def as_float(v: int | float | Decimal) -> float:
+    """A number as a float; beyond the float range, an infinity of its sign."""
     try:
         return float(v)
     except OverflowError:
@@ -628,7 +629,7 @@ def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
     if kind is bool:
         return Number(float(v), int(v)) if policy.bool_as_int else _bool_keys([v], policy)[0]
     if kind is int:
-        return Number(_to_float(v), v)
+        return Number(as_float(v), v)
     if kind is float:
         # A float is approximate by nature, even when integral: compared within tolerance unless
         # it is written out in full and so is the other number.
@@ -637,8 +638,8 @@ def fine_value(v: Any, policy: ComparePolicy, reading: Reading) -> Any:
         if v.is_nan():
             return _nan_key(policy)
         if v.is_finite() and v == v.to_integral_value():
-            return Number(_to_float(v), int(v))
-        return Number(_to_float(v), None, reading.approximate)
+            return Number(as_float(v), int(v))
+        return Number(as_float(v), None, reading.approximate)
     if kind is str and reading.numbers:
         number = parse_number_text(v.rstrip(" ") if policy.trim_trailing_spaces else v)
         if number is not None:

@@ -41,12 +41,17 @@ def verdicts(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]],
     ("1962", 1962.01),  # numeric text against a number
     (100000.5, 100001),
     (Decimal("0.333333"), 0.3333333),  # two roundings of 1/3, both written out
-    (10**400, 1.5),  # an integer beyond floats is infinite as a float, never within tolerance
 ])
 def test_two_numbers_written_out_in_full_must_be_equal(gold: Any, pred: Any) -> None:
     assert verdicts([(gold,)], [(pred,)]) in ([False], [False, False])
     # the old rule, for whoever wants it back
     assert all(verdicts([(gold,)], [(pred,)], short_numbers_exact=False))
+
+
+def test_an_integer_beyond_floats_is_a_verdict_not_a_crash() -> None:
+    # as a float it is infinite: never within any tolerance of a finite number
+    assert verdicts([(10**400,)], [(1.5,)]) == [False]
+    assert verdicts([(10**400, "a"), (2, "b")], [(1.5, "a"), (2.0000001, "b")]) == [False]
 
 
 @pytest.mark.parametrize(("gold", "pred"), [

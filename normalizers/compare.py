@@ -383,15 +383,15 @@ def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultCo
 
 def _tie_key_source(info: OrderInfo | None, order: RowOrder, widened: Side | None,
                     widened_ties: list[tuple[Any, ...]] | None):
-    """How to read the ORDER BY keys of the gold and widened rows: output columns, or the values
-    the keyed gold re-runs returned; None when neither is known."""
+    """How to read the ORDER BY keys of the widened rows: output columns, or the values the keyed
+    widened re-run returned; None when neither is known."""
     if info is None:
         return None
     if info.keys is not None:
-        return (info.keys, None, None)
+        return (info.keys, None)
     if order.ties is not None and widened is not None and widened_ties is not None \
             and len(widened_ties) == widened.height:
-        return ((), order.ties, widened_ties)
+        return ((), widened_ties)
     return None
 
 
@@ -413,7 +413,6 @@ class CutTies:
 
 
 def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...],
-                   gold_ties: list[tuple[Any, ...]] | None = None,
                    widened_ties: list[tuple[Any, ...]] | None = None) -> CutTies | None:
     """The tie group the gold's LIMIT cuts, as the widened re-run shows it (None: no cut).
 
@@ -422,8 +421,7 @@ def _cut_tie_group(gold: Side, widened: Side, keys: tuple[int, ...],
     (a run ordered only by float noise is one group)."""
     if gold.height == 0 or widened.height < gold.height:
         return None
-    hidden = widened_ties if gold_ties is not None and widened_ties is not None else None
-    groups = tie_groups(widened, keys, hidden)
+    groups = tie_groups(widened, keys, widened_ties)
     members = np.flatnonzero(groups == groups[gold.height - 1])
     boundary = int(members[0])
     if len(members) <= gold.height - boundary:

@@ -4,6 +4,7 @@ others, and Ctrl-C must stop every lane."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -142,4 +143,5 @@ def test_a_target_limited_to_one_thread_fills_one_table_at_a_time(tmp_path: Path
         with polysql.connect("duckdb://", read_only=False, threads=1) as limited:
             assert _lanes(limited, source) == 1  # type: ignore[arg-type]
         with polysql.connect("duckdb://", read_only=False) as free:
-            assert _lanes(free, source) >= 1  # type: ignore[arg-type]
+            # one lane per core (a SQLite source reads on several threads), four at most
+            assert _lanes(free, source) == min(4, os.cpu_count() or 1)  # type: ignore[arg-type]

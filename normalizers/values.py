@@ -157,21 +157,30 @@ def fixed_numbers(values: np.ndarray) -> np.ndarray:
     return integral | short
 
 
-# Float noise within this relative distance of a number written out in full is keyed as that
-# number, so the hashed pass pairs 22979.630000000004 with 22979.63 without the tolerance pass.
-# Only keys use it (equal keys are within tolerance either way); verdicts use fixed_numbers.
-_SNAP = 4e-15  # 20-40 units in the last place; a random double lands this close to a 12-digit
-# decimal a few times in 1000, which only sends its row to the tolerance pass
+# Float noise within this relative distance of a short decimal is keyed as that number, so the
+# hashed pass pairs 22979.630000000004 with 22979.63 without the tolerance pass. Only keys use it
+# (equal keys are within tolerance either way); verdicts use fixed_numbers.
+_SNAP = 4e-15  # 20-40 units in the last place
+# Only decimals of at most this many significant digits attract noise. A random double lands
+# within _SNAP of a 12-digit decimal a few times in 1000; the other side's own noise then leaves
+# it unpaired, which sent ~1% of the rows of two noisy float columns to the tolerance pass (30x
+# more than without the rule). Within _SNAP of a 10-digit decimal it lands ~1 time in 10^5,
+# while an aggregate of prices or counts still snaps. Noise around an 11- or 12-digit number
+# is paired by the tolerance pass instead: the same verdict, one row at a time.
+SNAP_DIGITS = 10
 
 
-def _written_forms(values: np.ndarray, written: np.ndarray) -> np.ndarray:
+def _written_forms(values: np.ndarray, written: np.ndarray, snapped: np.ndarray) -> np.ndarray:
     """Per float: the number written out in full that it is, or is float noise around; NaN for
-    the others. ``written``: the values rounded to SHORT_DIGITS."""
+    the others. ``written``: the values rounded to SHORT_DIGITS; ``snapped``: to SNAP_DIGITS."""
     with np.errstate(invalid="ignore"):
         magnitude = np.abs(values)
-        near = ((magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
-                & (np.abs(written - values) <= _SNAP * magnitude))
-    return np.where(near, written, np.nan)
+        in_range = (magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
+        noise = in_range & (np.abs(snapped - values) <= _SNAP * magnitude)
+        exact = in_range & (written == values)
+    # Two distinct 12-digit decimals lie at least 1e-12 apart relatively, far beyond _SNAP, so
+    # no value is both exactly one and noise around another.
+    return np.where(noise, snapped, np.where(exact, values, np.nan))
 
 
 def is_fixed(value: float) -> bool:
@@ -270,8 +279,9 @@ def _float_array_keys(arr: np.ndarray, policy: ComparePolicy,
         integral = (arr == np.trunc(arr)) & (np.abs(arr) < EXACT_FLOAT_INT)
         if not integral.all():
             if policy.short_numbers_exact:
-                bucketed, written = rounded_to(arr, policy.significant_digits, SHORT_DIGITS)
-                forms = _written_forms(arr, written)
+                bucketed, written, snapped = rounded_to(arr, policy.significant_digits,
+                                                        SHORT_DIGITS, SNAP_DIGITS)
+                forms = _written_forms(arr, written, snapped)
                 bucketed = np.where(np.isnan(forms), bucketed, forms)
             else:
                 bucketed = round_significant(arr, policy.significant_digits)

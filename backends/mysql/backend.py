@@ -283,6 +283,11 @@ class MySQLBackend(Backend):
             pool.discard(conn)
             return Result.failed("runtime", f"{type(exc).__name__}: {exc}",
                                  elapsed=time.perf_counter() - started, engine=self.name)
+        except BaseException:
+            # Ctrl-C: the statement was killed mid-way (see run_statement); the session's state
+            # is unknown, and a connection never handed back would shrink the pool for good.
+            pool.discard(conn)
+            raise
         if outcome.reusable:
             pool.release(conn)
         else:

@@ -198,6 +198,14 @@ def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: fl
             if flight.cancelled.is_set():
                 return Outcome(cancelled(engine, time.perf_counter() - started, str(exc)), False)
         return _failure(conn, exc, started, timeout, watch, engine, routines)
+    except BaseException:
+        # Ctrl-C (KeyboardInterrupt) while the server works: unstopped, the statement would run
+        # on there until its timeout, holding a server thread (and all the CPU a hostile query
+        # can take) after the caller has moved on or exited. psycopg does the same on Ctrl-C.
+        if watch is not None:
+            watch.stop()
+        backstop.kill("QUERY", thread_id)
+        raise
     finally:
         if watch is not None:
             watch.stop()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from polysql_testkit import mysql_fixtures
+from polysql_testkit.interrupts import sigint_to_main_thread
 from sqlalchemy.engine import URL, make_url
 
 from polysql.backends.mysql.backend import MySQLBackend, evaluation_database_name
@@ -427,6 +428,34 @@ def test_backstop_cancels_what_the_server_timeout_misses(evaluation: tuple[URL, 
                 assert cur.fetchone()[0] == 0
         finally:
             conn.close()
+
+
+
+def test_ctrl_c_stops_the_statement_on_the_server_too(evaluation: tuple[URL, URL]) -> None:
+    """KeyboardInterrupt reaches the caller at once, and the statement does not run on in the
+    server until its timeout; the connection is not lost to the pool (more Ctrl-Cs than the
+    pool has connections, then a query)."""
+    url, server = evaluation
+    with connect(url, pool_size=2) as backend:
+        assert isinstance(backend, MySQLBackend)
+        for _ in range(3):
+            started = time.perf_counter()
+            with sigint_to_main_thread(0.5), pytest.raises(KeyboardInterrupt):
+                backend.execute("SELECT SLEEP(600) AS ctrl_c_probe", timeout=900)
+            assert time.perf_counter() - started < 10
+        time.sleep(0.5)  # KILL QUERY is asynchronous on the server
+        conn = fx.admin_connection(server)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT count(*) FROM information_schema.PROCESSLIST "
+                            "WHERE USER = %s AND INFO LIKE %s", (backend.evaluation_user,
+                                                                 "%ctrl_c_probe%"))
+                assert cur.fetchone()[0] == 0
+        finally:
+            conn.close()
+        started = time.perf_counter()
+        assert backend.execute("SELECT 1", timeout=5).rows == [(1,)]
+        assert time.perf_counter() - started < 5
 
 
 # -- hostile statements ----------------------------------------------------------------------

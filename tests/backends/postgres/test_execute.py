@@ -5,11 +5,13 @@ the evaluation database."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 from polysql_testkit import pg_fixtures
+from polysql_testkit.interrupts import sigint_to_main_thread
 from sqlalchemy.engine import make_url
 
 from polysql.backends.postgres.backend import (
@@ -262,6 +264,27 @@ def test_client_backstop_cancels_when_the_server_does_not(loader, evaluation_url
         assert "cancelled by the client" in result.error.message
         assert result.elapsed < 5
         assert backend.execute("SELECT 1").rows == [(1,)]
+
+
+
+def test_ctrl_c_stops_the_statement_on_the_server_too(loader, evaluation_url, admin_url) -> None:
+    """KeyboardInterrupt reaches the caller at once, the statement does not run on in the server,
+    and the pool keeps its connections (more Ctrl-Cs than it has, then a query)."""
+    with loader.evaluation(evaluation_url, pool_size=2) as backend:
+        for _ in range(3):
+            started = time.perf_counter()
+            with sigint_to_main_thread(0.5), pytest.raises(KeyboardInterrupt):
+                backend.execute("SELECT pg_sleep(600) AS ctrl_c_probe", timeout=900)
+            assert time.perf_counter() - started < 10
+        time.sleep(0.5)
+        with fx.admin_connection(admin_url, "postgres") as conn:
+            running = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                                   "AND query LIKE %s AND pid <> pg_backend_pid()",
+                                   ("%ctrl_c_probe%",)).fetchone()[0]
+        assert running == 0
+        started = time.perf_counter()
+        assert backend.execute("SELECT 1", timeout=5).rows == [(1,)]
+        assert time.perf_counter() - started < 5
 
 
 def test_statement_cannot_lift_its_own_timeout(loader, evaluation_url) -> None:

@@ -160,15 +160,29 @@ def run_with_backstop(handle: Handle, work: Callable[[], Rows], *, timeout: floa
             return cancelled(engine, time.perf_counter() - started)
         try:
             return _run_on_worker(handle, work, timeout=timeout, engine=engine, started=started,
-                                  flight=flight)
+                                  flight=flight, interrupt=interrupt)
         finally:
             flight.disarm()
     return _run_on_worker(handle, work, timeout=timeout, engine=engine, started=started,
-                          flight=None)
+                          flight=None, interrupt=interrupt)
+
+
+
+def _stop_before_leaving(handle: Handle, done: threading.Event,
+                         interrupt: Callable[[], object] | None) -> None:
+    """Ctrl-C (KeyboardInterrupt) while waiting: stop the statement before the interrupt goes
+    on. Left running, it holds the engine's threads until its timeout, and an embedded chdb
+    statement still running when the interpreter exits crashes the process (SIGSEGV)."""
+    if interrupt is not None:
+        with contextlib.suppress(Exception):
+            interrupt()
+    if not done.wait(BACKSTOP_GRACE):
+        handle.retire()
 
 
 def _run_on_worker(handle: Handle, work: Callable[[], Rows], *, timeout: float, engine: str,
-                   started: float, flight: Flight | None) -> Result:
+                   started: float, flight: Flight | None,
+                   interrupt: Callable[[], object] | None) -> Result:
     outcome: dict[str, Any] = {}
     done = threading.Event()
 
@@ -184,17 +198,19 @@ def _run_on_worker(handle: Handle, work: Callable[[], Rows], *, timeout: float, 
     handle.begin()
     thread = threading.Thread(target=worker, name="polysql-clickhouse-statement", daemon=True)
     thread.start()
-    if flight is None:
-        finished = done.wait(timeout + BACKSTOP_GRACE)
-    else:
-        finished = flight.wait(done, timeout + BACKSTOP_GRACE)
-        if flight.cancelled.is_set():
-            finished = done.wait(BACKSTOP_GRACE)
-            if not finished:
-                handle.retire()
-            error = outcome.get("error")
-            return cancelled(engine, time.perf_counter() - started,
-                             clean_message(str(error)) if error is not None else None)
+    try:
+        finished = (done.wait(timeout + BACKSTOP_GRACE) if flight is None
+                    else flight.wait(done, timeout + BACKSTOP_GRACE))
+    except BaseException:
+        _stop_before_leaving(handle, done, interrupt)
+        raise
+    if flight is not None and flight.cancelled.is_set():
+        finished = done.wait(BACKSTOP_GRACE)
+        if not finished:
+            handle.retire()
+        error = outcome.get("error")
+        return cancelled(engine, time.perf_counter() - started,
+                         clean_message(str(error)) if error is not None else None)
     if not finished:
         handle.retire()
         return Result.failed(

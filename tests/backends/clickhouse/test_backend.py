@@ -10,16 +10,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from polysql_testkit.availability import require_client
+from polysql_testkit.interrupts import sigint_to_main_thread
 
 import polysql
 from polysql.backends.clickhouse.screen import screen_statement, statements, tokenize
@@ -349,6 +352,37 @@ def test_client_backstop_when_the_engine_does_not_stop(odd: Any,
     assert result.error is not None and result.error.kind == "timeout", result
     assert "client stopped waiting" in result.error.message
     assert backend.execute("SELECT 2", timeout=0.1).rows == [(2,)]
+
+
+
+SLOW_CLICKHOUSE = "SELECT count() FROM numbers(1e13) WHERE NOT ignore(sipHash64(number))"
+
+
+def test_ctrl_c_stops_the_statement_and_raises_keyboard_interrupt(odd: Any) -> None:
+    _, _, _, backend = odd
+    started = time.perf_counter()
+    with sigint_to_main_thread(), pytest.raises(KeyboardInterrupt):
+        backend.execute(SLOW_CLICKHOUSE, timeout=300)
+    assert time.perf_counter() - started < 30
+    assert backend.execute("SELECT 3").rows == [(3,)]
+
+
+def test_ctrl_c_on_polysql_compare_exits_cleanly(odd: Any) -> None:
+    """The statement is stopped before the interpreter exits: chdb still running one while the
+    process shut down crashed it (SIGSEGV after 'interrupted')."""
+    _, directory, _, _ = odd
+    process = subprocess.Popen(
+        [sys.executable, "-m", "polysql.cli", "compare", "--db", f"clickhouse:///{directory}",
+         "--gold", SLOW_CLICKHOUSE, "--pred", "SELECT 1", "--timeout", "300"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(6)  # start-up (chdb's import) done, the gold query running
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, output
+    assert output.strip() == "interrupted; re-run the same command to resume"
 
 
 # -- URLs, connection --------------------------------------------------------------------------

@@ -147,27 +147,22 @@ class StatementRunner:
     def _run(self, job: _Job, timeout: float, started: float, flight: Flight | None) -> Result:
         self._worker.jobs.put(job)
         remaining = max(timeout - (time.perf_counter() - started), 0.0)
-        finished = (job.done.wait(remaining) if flight is None
-                    else flight.wait(job.done, remaining))
+        try:
+            finished = (job.done.wait(remaining) if flight is None
+                        else flight.wait(job.done, remaining))
+        except BaseException:
+            # Ctrl-C (KeyboardInterrupt) while Spark works: stop the statement before the
+            # interrupt goes on. A worker still inside py4j when the interpreter exits aborts
+            # the process ("PyGILState_Release ... finalizing"), after "interrupted".
+            self._stop(job, _BACKSTOP_MIN)
+            raise
         stopped_by_caller = flight is not None and flight.cancelled.is_set()
         cancelled = not finished
         if cancelled:
-            # its tasks may outlive the cancel: the next statement checks for a free slot first
-            settle.UNSETTLED.mark(self._engine_key, job.statement)
             # a caller waiting on a cancel gets the short backstop: it wants to stop now
             backstop = (_BACKSTOP_MIN if stopped_by_caller
                         else max(_BACKSTOP_MIN, timeout * _BACKSTOP_SHARE))
-            deadline = time.perf_counter() + backstop
-            # Cancelled again and again: a query may start jobs after the first cancel
-            while not job.done.is_set() and time.perf_counter() < deadline:
-                self._cancel(job.tag)
-                job.done.wait(min(_RECANCEL_EVERY, max(deadline - time.perf_counter(), 0.0)))
-            if not job.done.is_set():
-                # Spark did not stop it: leave the worker to finish on its own
-                self._worker.jobs.put(None)
-                self._worker = _Worker(self._work)
-                threading.Thread(target=self._keep_cancelling, args=(job,), daemon=True,
-                                 name="polysql-spark-cancel").start()
+            if not self._stop(job, backstop):
                 if stopped_by_caller:
                     return cancelled_result(self._engine, time.perf_counter() - started,
                                             "Spark did not stop it; abandoned")
@@ -190,6 +185,25 @@ class StatementRunner:
         columns, types, rows, truncated = outcome
         return Result(columns=columns, rows=rows, types=types, elapsed=elapsed,
                       truncated=truncated, engine=self._engine)
+
+    def _stop(self, job: _Job, backstop: float) -> bool:
+        """Cancel ``job`` until it ends or ``backstop`` seconds pass; True when it ended. One
+        that did not is abandoned to its worker (and cancelled on, in the background)."""
+        # its tasks may outlive the cancel: the next statement checks for a free slot first
+        settle.UNSETTLED.mark(self._engine_key, job.statement)
+        deadline = time.perf_counter() + backstop
+        # Cancelled again and again: a query may start jobs after the first cancel
+        while not job.done.is_set() and time.perf_counter() < deadline:
+            self._cancel(job.tag)
+            job.done.wait(min(_RECANCEL_EVERY, max(deadline - time.perf_counter(), 0.0)))
+        if job.done.is_set():
+            return True
+        # Spark did not stop it: leave the worker to finish on its own
+        self._worker.jobs.put(None)
+        self._worker = _Worker(self._work)
+        threading.Thread(target=self._keep_cancelling, args=(job,), daemon=True,
+                         name="polysql-spark-cancel").start()
+        return False
 
     def _keep_cancelling(self, job: _Job) -> None:
         """Go on cancelling an abandoned statement, so it does not hold the executors."""

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -438,6 +439,38 @@ def test_timeout_cancels_the_job_and_the_session_recovers(backend: Any) -> None:
     while statuses.getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert statuses.getActiveJobsIds() == []
+
+
+
+def test_ctrl_c_stops_the_statement_before_the_process_exits(loaded: str) -> None:
+    """Ctrl-C while Spark runs a statement for the main thread: the statement is cancelled and
+    the process exits cleanly. A worker left inside py4j while the interpreter shut down
+    aborted the process ("Fatal Python error: PyGILState_Release"), after 'interrupted'."""
+    script = (
+        "import sys\n"
+        "import polysql\n"
+        "with polysql.connect(sys.argv[1]) as b:\n"
+        "    print(b.execute('SELECT 1 AS x').rows, flush=True)\n"
+        "    try:\n"
+        "        b.execute(sys.argv[2], timeout=300)\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('interrupted', flush=True)\n"
+        "        sys.exit(130)\n")
+    process = subprocess.Popen([sys.executable, "-c", script, loaded, SLOW_QUERY],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "[(1,)]"  # the session is up
+        time.sleep(3)  # the slow statement running
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err[-2000:]
+    assert out.strip() == "interrupted"
+    assert "Fatal Python error" not in err
+    assert time.monotonic() - started < 60
 
 
 def _running_tasks(backend: Any) -> int:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import is_fixed
+from polysql.normalizers.values import written_number
 
 # Type names (lowercased) of semi-structured columns, whose text holds JSON.
 _JSON_TYPE = re.compile(r"^(json|jsonb|variant|object|array|object\('json'\))$|^json\b")
@@ -117,8 +117,11 @@ class _Canonical:
             return value
         if value == math.trunc(value) and abs(value) < _EXACT_FLOAT_INT:
             return int(value)
-        if not self.policy.tolerant or (self.policy.short_numbers_exact and is_fixed(value)):
-            return value  # exact, or written out in full (as top-level numbers, see values.py)
+        if not self.policy.tolerant:
+            return value
+        written = written_number(value) if self.policy.short_numbers_exact else None
+        if written is not None:
+            return written  # written out in full (as top-level numbers, see values.py)
         # nested numbers: the bucket of the usual significant digits
         return float(f"{value:.{self.policy.significant_digits}g}")
 

@@ -18,7 +18,9 @@ from polysql.core.errors import ComparisonError
 #: 2: numbers written out in full are compared without relative tolerance (short_numbers_exact);
 #:    same-width columns under other names align by value; runs ordered by the gold's float
 #:    noise form one tie group.
-CONTRACT_VERSION = 2
+#: 3: float noise around a decimal of at most 10 significant digits counts as that decimal
+#:    written out in full (22979.630000000005 is 22979.63, so no longer equal to 22979.6).
+CONTRACT_VERSION = 3
 
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]

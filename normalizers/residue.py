@@ -32,7 +32,7 @@ from polysql.normalizers.values import (
     Number,
     column_types,
     fine_value,
-    fixed_numbers,
+    written_numbers,
 )
 
 _NUMBER_SLOT = np.uint64(0x5A17)  # what a number contributes to a row's signature
@@ -46,6 +46,7 @@ class _Numbers:
     approx: np.ndarray  # float64
     exact: np.ndarray  # bool: an integer (compares exactly with another integer)
     fixed: np.ndarray  # bool: written out in full (two such get no relative tolerance)
+    written: np.ndarray  # float64: the number written out in full where ``fixed``
     is_number: np.ndarray  # bool
     other: np.ndarray  # uint64: hash of the non-number key, _NUMBER_SLOT for numbers
     fine: list[Any]  # the fine values themselves (for verification of non-numbers)
@@ -66,9 +67,18 @@ def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
     other = np.fromiter((0 if isinstance(v, Number) else hash(v) for v in fine),
                         dtype=np.int64, count=len(fine)).view(np.uint64)
     other = np.where(is_number, _NUMBER_SLOT, other)
-    # written out in full (see tolerance.written_out), decided for the whole column at once
-    fixed = is_number & (exact if side.reading[j].approximate else exact | fixed_numbers(approx))
-    return _Numbers(approx, exact, fixed, is_number, other, fine)
+    # written out in full (see tolerance.written_form), decided for the whole column at once
+    written = _written(approx, exact, side.reading[j].approximate)
+    fixed = is_number & ~np.isnan(written)
+    return _Numbers(approx, exact, fixed, written, is_number, other, fine)
+
+
+def _written(approx: np.ndarray, exact: np.ndarray, approximate: bool) -> np.ndarray:
+    """What each number writes out in full (NaN: nothing). An integer writes out itself; beside
+    a 32-bit float (``approximate``) nothing else does."""
+    if approximate:
+        return np.where(exact, approx, np.nan)
+    return np.where(exact, approx, written_numbers(approx))
 
 
 def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbers | None:
@@ -96,8 +106,8 @@ def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbe
         exact = np.zeros(approx.size, dtype=bool)
     # All numbers: the fine values are never consulted for verification.
     # ``approximate``: a 32-bit float on a side; no number of the pair counts as written out
-    fixed = exact if approximate else exact | fixed_numbers(approx)
-    return _Numbers(approx, exact, fixed, np.ones(approx.size, dtype=bool),
+    written = _written(approx, exact, approximate)
+    return _Numbers(approx, exact, ~np.isnan(written), written, np.ones(approx.size, dtype=bool),
                     np.full(approx.size, _NUMBER_SLOT, dtype=np.uint64), values)
 
 
@@ -118,13 +128,15 @@ def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
     with np.errstate(invalid="ignore", over="ignore"):
         if policy.tolerant:
             limit = np.maximum(policy.rel_tol * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol)
-            if policy.short_numbers_exact:  # two numbers written out in full: see written_match
-                integral = (x == np.trunc(x)) | (y == np.trunc(y))
-                written = np.where(integral, policy.abs_tol, np.maximum(
-                    WRITTEN_RTOL * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol))
-                limit = np.where(a.fixed[ia] & b.fixed[ib], written, limit)
             finite = np.isfinite(x) & np.isfinite(y)  # inf equals only inf of the same sign
             close = (x == y) | (finite & (np.abs(x - y) <= limit))
+            if policy.short_numbers_exact:  # two numbers written out in full: see written_match
+                wx, wy = a.written[ia], b.written[ib]
+                integral = (wx == np.trunc(wx)) | (wy == np.trunc(wy))
+                written_limit = np.where(integral, policy.abs_tol, np.maximum(
+                    WRITTEN_RTOL * np.maximum(np.abs(wx), np.abs(wy)), policy.abs_tol))
+                written_close = (wx == wy) | (np.abs(wx - wy) <= written_limit)
+                close = np.where(a.fixed[ia] & b.fixed[ib], written_close, close)
         else:
             close = x == y
     both_exact = a.exact[ia] & b.exact[ib]

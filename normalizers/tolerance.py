@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import WRITTEN_RTOL, Number, is_fixed
+from polysql.normalizers.values import WRITTEN_RTOL, Number, written_number
 
 _NUMBER_SLOT = object()  # stands for "some number" in a row's signature
 
@@ -30,9 +30,11 @@ def values_match(a: Any, b: Any, policy: ComparePolicy) -> bool:
             return a.exact == b.exact  # two integers: exactly, even beyond float precision
         if not policy.tolerant:
             return a.approx == b.approx
-        if policy.short_numbers_exact and written_out(a) and written_out(b):
-            # both written out in full: a rounding or truncation apart is a different answer
-            return written_match(a.approx, b.approx, policy)
+        if policy.short_numbers_exact:
+            written_a, written_b = written_form(a), written_form(b)
+            if written_a is not None and written_b is not None:
+                # both written out in full: a rounding or truncation apart is a different answer
+                return written_match(written_a, written_b, policy)
         return math.isclose(a.approx, b.approx, rel_tol=policy.rel_tol, abs_tol=policy.abs_tol)
     if isinstance(a, Number) or isinstance(b, Number):
         return False
@@ -52,10 +54,13 @@ def written_match(a: float, b: float, policy: ComparePolicy) -> bool:
     return difference <= WRITTEN_RTOL * max(abs(a), abs(b))
 
 
-def written_out(number: Number) -> bool:
-    """An integer, or a number written out in at most SHORT_DIGITS significant digits (never
-    one read beside a 32-bit float)."""
-    return number.exact is not None or (not number.loose and is_fixed(number.approx))
+def written_form(number: Number) -> float | None:
+    """The number ``number`` writes out in full (see values.written_number): an integer's float,
+    a short decimal, or the decimal its float noise surrounds; None when it writes out none (or
+    was read beside a 32-bit float)."""
+    if number.exact is not None:
+        return number.approx
+    return None if number.loose else written_number(number.approx)
 
 
 def rows_match(a: Sequence[Any], b: Sequence[Any], policy: ComparePolicy) -> bool:

@@ -146,33 +146,25 @@ WRITTEN_RTOL = 2.0**-23
 _SHORT_RANGE = (1e-11, 1e12)
 
 
-def fixed_numbers(values: np.ndarray) -> np.ndarray:
-    """Per float: whether it is written out in full -- integral (below 2^53), or the double
-    nearest to a decimal of at most SHORT_DIGITS significant digits."""
-    with np.errstate(invalid="ignore"):
-        magnitude = np.abs(values)
-        integral = (values == np.trunc(values)) & (magnitude < EXACT_FLOAT_INT)
-        short = ((magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
-                 & (round_significant(values, SHORT_DIGITS) == values))
-    return integral | short
-
-
-# Float noise within this relative distance of a short decimal is keyed as that number, so the
-# hashed pass pairs 22979.630000000004 with 22979.63 without the tolerance pass. Only keys use it
-# (equal keys are within tolerance either way); verdicts use fixed_numbers.
+# Float noise within this relative distance of a short decimal counts as that decimal written
+# out in full: SQLite's AVG gives 22979.630000000005 for 22979.63, which is then a different
+# answer from 22979.6 (ROUND to one place), as 22979.63 itself is. Keys use the same forms, so
+# the hashed pass pairs the noise with the decimal without the tolerance pass.
 _SNAP = 4e-15  # 20-40 units in the last place
 # Only decimals of at most this many significant digits attract noise. A random double lands
-# within _SNAP of a 12-digit decimal a few times in 1000; the other side's own noise then leaves
-# it unpaired, which sent ~1% of the rows of two noisy float columns to the tolerance pass (30x
-# more than without the rule). Within _SNAP of a 10-digit decimal it lands ~1 time in 10^5,
-# while an aggregate of prices or counts still snaps. Noise around an 11- or 12-digit number
-# is paired by the tolerance pass instead: the same verdict, one row at a time.
+# within _SNAP of a 12-digit decimal a few times in 1000, which would make long numbers count as
+# written out now and then (and sent ~1% of the rows of two noisy float columns to the
+# tolerance pass); within _SNAP of a 10-digit decimal it lands ~1 time in 10^5, while an
+# aggregate of prices or counts still snaps. Noise around an 11- or 12-digit number keeps the
+# relative tolerance.
 SNAP_DIGITS = 10
 
 
 def _written_forms(values: np.ndarray, written: np.ndarray, snapped: np.ndarray) -> np.ndarray:
-    """Per float: the number written out in full that it is, or is float noise around; NaN for
-    the others. ``written``: the values rounded to SHORT_DIGITS; ``snapped``: to SNAP_DIGITS."""
+    """Per float in the short range: the number written out in full that it is, or is float
+    noise around; NaN for the others (integers outside the range included: see
+    :func:`written_numbers`). ``written``: the values rounded to SHORT_DIGITS; ``snapped``: to
+    SNAP_DIGITS."""
     with np.errstate(invalid="ignore"):
         magnitude = np.abs(values)
         in_range = (magnitude >= _SHORT_RANGE[0]) & (magnitude < _SHORT_RANGE[1])
@@ -183,18 +175,33 @@ def _written_forms(values: np.ndarray, written: np.ndarray, snapped: np.ndarray)
     return np.where(noise, snapped, np.where(exact, values, np.nan))
 
 
-def is_fixed(value: float) -> bool:
-    """:func:`fixed_numbers` of one float, by the same steps in plain Python (NumPy on a
+def written_numbers(values: np.ndarray) -> np.ndarray:
+    """Per float: the number it writes out in full, NaN if none. That is the float itself when
+    integral (below 2^53) or the double nearest to a decimal of at most SHORT_DIGITS significant
+    digits, and that decimal when the float is noise around one of at most SNAP_DIGITS."""
+    written, snapped = rounded_to(values, SHORT_DIGITS, SNAP_DIGITS)
+    with np.errstate(invalid="ignore"):
+        integral = (values == np.trunc(values)) & (np.abs(values) < EXACT_FLOAT_INT)
+    return np.where(integral, values, _written_forms(values, written, snapped))
+
+
+def written_number(value: float) -> float | None:
+    """:func:`written_numbers` of one float, by the same steps in plain Python (NumPy on a
     one-element array costs 35 us a value; the tolerance pass asks value by value)."""
     if not math.isfinite(value):
-        return False
+        return None
     magnitude = abs(value)
     if value == math.trunc(value) and magnitude < EXACT_FLOAT_INT:
-        return True
+        return value
     if not _SHORT_RANGE[0] <= magnitude < _SHORT_RANGE[1]:
-        return False
-    scale = float(_POW10[SHORT_DIGITS - 1 - math.floor(math.log10(magnitude)) + _POW10_OFFSET])
-    return round(value * scale) / scale == value  # round half to even, as np.round
+        return None
+    offset = _POW10_OFFSET - 1 - math.floor(math.log10(magnitude))
+    scale = float(_POW10[offset + SHORT_DIGITS])
+    if round(value * scale) / scale == value:  # round half to even, as np.round
+        return value
+    scale = float(_POW10[offset + SNAP_DIGITS])
+    snapped = round(value * scale) / scale
+    return snapped if abs(snapped - value) <= _SNAP * magnitude else None
 
 
 class FloatKeys(Sequence[Any]):

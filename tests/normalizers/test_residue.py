@@ -40,11 +40,12 @@ def test_rows_reordered_by_noise_fall_back_to_general_pairing() -> None:
     # Same exact part, two numbers so close that noise swaps their sort order: pairing by rank
     # fails, the general pass still pairs each with its partner.
     # y values straddle a 6-digit bucket boundary, so both rows are left to the tolerance pass.
-    # (Digits past the 12th make them float noise: numbers written out in full compare exactly.)
-    gold = Result(["k", "x", "y"], [("a", 1.0000001000000012, 0.12345649000000122),
-                                    ("a", 1.0000002000000012, 0.22345649000000123)])
-    pred = Result(["k", "x", "y"], [("a", 1.0000002500000011, 0.12345651000000123),
-                                    ("a", 1.0000000500000013, 0.22345651000000122)])
+    # (Digits past the 12th make them long numbers: numbers written out in full, or float
+    # noise around a short decimal, compare exactly.)
+    gold = Result(["k", "x", "y"], [("a", 1.0000001000012345, 0.12345649000012345),
+                                    ("a", 1.0000002000012345, 0.22345649000012345)])
+    pred = Result(["k", "x", "y"], [("a", 1.0000002500012345, 0.12345651000012345),
+                                    ("a", 1.0000000500012345, 0.22345651000012345)])
     verdict = compare(gold, pred)
     assert verdict.match, verdict.reason
     assert verdict.details["tolerance_pairs"] == 2

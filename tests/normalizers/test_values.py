@@ -98,7 +98,7 @@ def test_residue_pairing_respects_multiplicity() -> None:
 
 def test_tolerance_is_configurable() -> None:
     assert not same(1.0, 1.001)
-    assert same(1.0000000000000002, 1.001, rel_tol=1e-2)
+    assert same(1.0000000001234567, 1.001, rel_tol=1e-2)  # a long number: tolerant
     assert not same(1.0, 1.001, rel_tol=1e-2)  # both written out in full: no relative tolerance
     assert same(1.0, 1.001, rel_tol=1e-2, short_numbers_exact=False)
     assert not same(1e-12, 0, abs_tol=0.0)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -28,3 +31,24 @@ def sigint_to_main_thread(after: float = 0.5) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
+
+
+#: what `polysql compare` prints, and nothing else, when Ctrl-C stops it
+INTERRUPTED = "interrupted; re-run the same command to resume"
+
+
+def ctrl_c_compare(db_url: str, gold_sql: str, *, after: float) -> tuple[int, str]:
+    """Run ``polysql compare`` on ``db_url`` with ``gold_sql`` as the gold, send it a real
+    SIGINT ``after`` seconds in (start-up done, the gold running) and return its exit code and
+    output."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "polysql.cli", "compare", "--db", db_url, "--gold", gold_sql,
+         "--pred", "SELECT 1", "--timeout", "300"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(after)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    return process.returncode, output

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 from polysql_testkit.availability import require_client
-from polysql_testkit.interrupts import sigint_to_main_thread
+from polysql_testkit.interrupts import INTERRUPTED, ctrl_c_compare, sigint_to_main_thread
 
 import polysql
 from polysql.backends.clickhouse.screen import screen_statement, statements, tokenize
@@ -371,19 +370,10 @@ def test_ctrl_c_on_polysql_compare_exits_cleanly(odd: Any) -> None:
     """The statement is stopped before the interpreter exits: chdb still running one while the
     process shut down crashed it (SIGSEGV after 'interrupted')."""
     _, directory, _, _ = odd
-    process = subprocess.Popen(
-        [sys.executable, "-m", "polysql.cli", "compare", "--db", f"clickhouse:///{directory}",
-         "--gold", SLOW_CLICKHOUSE, "--pred", "SELECT 1", "--timeout", "300"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        time.sleep(6)  # start-up (chdb's import) done, the gold query running
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == 130, output
-    assert output.strip() == "interrupted; re-run the same command to resume"
-
+    # after 6 s: start-up (chdb's import) done, the gold query running
+    code, output = ctrl_c_compare(f"clickhouse:///{directory}", SLOW_CLICKHOUSE, after=6)
+    assert code == 130, output
+    assert output.strip() == INTERRUPTED
 
 # -- URLs, connection --------------------------------------------------------------------------
 

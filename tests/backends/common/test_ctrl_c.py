@@ -6,13 +6,10 @@ interrupt in its progress handler)."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
-from polysql_testkit.interrupts import SLOW, sigint_to_main_thread
+from polysql_testkit.interrupts import INTERRUPTED, SLOW, ctrl_c_compare, sigint_to_main_thread
 
 import polysql
 
@@ -33,16 +30,7 @@ def test_ctrl_c_stops_the_statement_and_raises_keyboard_interrupt(engine: str) -
 @pytest.mark.parametrize("engine", sorted(SLOW))
 def test_ctrl_c_stops_polysql_compare_as_interrupted(engine: str) -> None:
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "polysql.cli", "compare", "--db", f"{engine}://",
-         "--gold", SLOW[engine], "--pred", "SELECT 1", "--timeout", "300"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        time.sleep(2)  # start-up done, the gold query running
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == 130, output
-    assert output.strip() == "interrupted; re-run the same command to resume"
+    code, output = ctrl_c_compare(f"{engine}://", SLOW[engine], after=2)
+    assert code == 130, output
+    assert output.strip() == INTERRUPTED
     assert time.perf_counter() - started < 30

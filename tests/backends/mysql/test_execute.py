@@ -406,6 +406,18 @@ def test_server_timeout_stops_a_long_statement(backend: MySQLBackend) -> None:
     assert backend.execute("SELECT 1", timeout=1).rows == [(1,)]
 
 
+def _running(server: URL, user: str, marker: str) -> int:
+    """How many statements of ``user`` whose text holds ``marker`` the server still runs."""
+    conn = fx.admin_connection(server)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM information_schema.PROCESSLIST "
+                        "WHERE USER = %s AND INFO LIKE %s", (user, f"%{marker}%"))
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()
+
+
 def test_backstop_cancels_what_the_server_timeout_misses(evaluation: tuple[URL, URL]) -> None:
     url, server = evaluation
     # Both statements lift the server-side limit for themselves; only the backstop is left.
@@ -419,15 +431,7 @@ def test_backstop_cancels_what_the_server_timeout_misses(evaluation: tuple[URL, 
         assert result.error is not None and result.error.kind == "timeout", result
         assert 1.4 < elapsed < 5
         assert backend.execute("SELECT 1").rows == [(1,)]
-        conn = fx.admin_connection(server)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT count(*) FROM information_schema.PROCESSLIST "
-                            "WHERE USER = %s AND INFO LIKE %s", (backend.evaluation_user,
-                                                                 "%SLEEP(600)%"))
-                assert cur.fetchone()[0] == 0
-        finally:
-            conn.close()
+        assert _running(server, backend.evaluation_user, "SLEEP(600)") == 0
 
 
 
@@ -444,15 +448,7 @@ def test_ctrl_c_stops_the_statement_on_the_server_too(evaluation: tuple[URL, URL
                 backend.execute("SELECT SLEEP(600) AS ctrl_c_probe", timeout=900)
             assert time.perf_counter() - started < 10
         time.sleep(0.5)  # KILL QUERY is asynchronous on the server
-        conn = fx.admin_connection(server)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT count(*) FROM information_schema.PROCESSLIST "
-                            "WHERE USER = %s AND INFO LIKE %s", (backend.evaluation_user,
-                                                                 "%ctrl_c_probe%"))
-                assert cur.fetchone()[0] == 0
-        finally:
-            conn.close()
+        assert _running(server, backend.evaluation_user, "ctrl_c_probe") == 0
         started = time.perf_counter()
         assert backend.execute("SELECT 1", timeout=5).rows == [(1,)]
         assert time.perf_counter() - started < 5

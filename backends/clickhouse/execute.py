@@ -167,7 +167,6 @@ def run_with_backstop(handle: Handle, work: Callable[[], Rows], *, timeout: floa
                           flight=None, interrupt=interrupt)
 
 
-
 def _stop_before_leaving(handle: Handle, done: threading.Event,
                          interrupt: Callable[[], object] | None) -> None:
     """Ctrl-C (KeyboardInterrupt) while waiting: stop the statement before the interrupt goes

@@ -202,8 +202,7 @@ def run_statement(conn: pymysql.connections.Connection, sql: str, *, timeout: fl
         # Ctrl-C (KeyboardInterrupt) while the server works: unstopped, the statement would run
         # on there until its timeout, holding a server thread (and all the CPU a hostile query
         # can take) after the caller has moved on or exited. psycopg does the same on Ctrl-C.
-        if watch is not None:
-            watch.stop()
+        # (The watch is stopped in ``finally``.)
         backstop.kill("QUERY", thread_id)
         raise
     finally:

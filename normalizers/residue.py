@@ -45,8 +45,9 @@ class _Numbers:
 
     approx: np.ndarray  # float64
     exact: np.ndarray  # bool: an integer (compares exactly with another integer)
-    fixed: np.ndarray  # bool: written out in full (two such get no relative tolerance)
-    written: np.ndarray  # float64: the number written out in full where ``fixed``
+    #: float64: the number each writes out in full, NaN if none (two such get no relative
+    #: tolerance, see tolerance.written_match)
+    written: np.ndarray
     is_number: np.ndarray  # bool
     other: np.ndarray  # uint64: hash of the non-number key, _NUMBER_SLOT for numbers
     fine: list[Any]  # the fine values themselves (for verification of non-numbers)
@@ -68,9 +69,8 @@ def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
                         dtype=np.int64, count=len(fine)).view(np.uint64)
     other = np.where(is_number, _NUMBER_SLOT, other)
     # written out in full (see tolerance.written_form), decided for the whole column at once
-    written = _written(approx, exact, side.reading[j].approximate)
-    fixed = is_number & ~np.isnan(written)
-    return _Numbers(approx, exact, fixed, written, is_number, other, fine)
+    written = np.where(is_number, _written(approx, exact, side.reading[j].approximate), np.nan)
+    return _Numbers(approx, exact, written, is_number, other, fine)
 
 
 def _written(approx: np.ndarray, exact: np.ndarray, approximate: bool) -> np.ndarray:
@@ -107,7 +107,7 @@ def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbe
     # All numbers: the fine values are never consulted for verification.
     # ``approximate``: a 32-bit float on a side; no number of the pair counts as written out
     written = _written(approx, exact, approximate)
-    return _Numbers(approx, exact, ~np.isnan(written), written, np.ones(approx.size, dtype=bool),
+    return _Numbers(approx, exact, written, np.ones(approx.size, dtype=bool),
                     np.full(approx.size, _NUMBER_SLOT, dtype=np.uint64), values)
 
 
@@ -136,7 +136,8 @@ def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
                 written_limit = np.where(integral, policy.abs_tol, np.maximum(
                     WRITTEN_RTOL * np.maximum(np.abs(wx), np.abs(wy)), policy.abs_tol))
                 written_close = (wx == wy) | (np.abs(wx - wy) <= written_limit)
-                close = np.where(a.fixed[ia] & b.fixed[ib], written_close, close)
+                both_written = ~np.isnan(wx) & ~np.isnan(wy)
+                close = np.where(both_written, written_close, close)
         else:
             close = x == y
     both_exact = a.exact[ia] & b.exact[ib]

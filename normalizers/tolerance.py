@@ -31,7 +31,9 @@ def values_match(a: Any, b: Any, policy: ComparePolicy) -> bool:
         if not policy.tolerant:
             return a.approx == b.approx
         if policy.short_numbers_exact:
-            written_a, written_b = written_form(a), written_form(b)
+            # b's form only when a has one: most pairs in this pass hold a long number
+            written_a = written_form(a)
+            written_b = written_form(b) if written_a is not None else None
             if written_a is not None and written_b is not None:
                 # both written out in full: a rounding or truncation apart is a different answer
                 return written_match(written_a, written_b, policy)

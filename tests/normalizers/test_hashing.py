@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from polysql.normalizers.hashing import (
+    _bucket_digests,
     row_checksums,
+    row_hashes,
     same_paired_rows,
     split_by_hash,
     surplus_by_hash,
@@ -56,3 +58,70 @@ def test_checksum_exposes_rows_that_collide_in_the_row_hash() -> None:
     gold_two = [np.array([1, 7], dtype=np.uint64), np.array([2, 7], dtype=np.uint64)]
     assert same_paired_rows(row_checksums(gold_two, 2), row_checksums(gold_columns, 1),
                             np.array([1]), no_surplus)
+
+
+def expected_positions(mine: np.ndarray, theirs: np.ndarray) -> list[int]:
+    """Rows of ``mine`` in surplus: for a hash with c rows here and c' there, its first c - c'."""
+    left = Counter(mine.tolist()) - Counter(theirs.tolist())
+    out = []
+    for i, h in enumerate(mine.tolist()):
+        if left[h]:
+            left[h] -= 1
+            out.append(i)
+    return out
+
+
+def mixed_hashes(rng: np.random.Generator, size: int, distinct: int) -> np.ndarray:
+    """``size`` well-spread 64-bit hashes drawn from ``distinct`` values (duplicates included)."""
+    pool = rng.integers(0, 2**63, distinct, dtype=np.int64).view(np.uint64) * np.uint64(3)
+    return pool[rng.integers(0, distinct, size)]
+
+
+@pytest.mark.parametrize(("changed", "distinct"), [(0, 200_000), (37, 200_000), (5_000, 200_000),
+                                                   (60_000, 200_000), (37, 90), (60_000, 90)])
+def test_large_results_get_the_same_surplus_rows_as_counting(changed: int, distinct: int) -> None:
+    # Large enough for the bucket digests, from a few changed rows (most buckets agree) to most
+    # of them (the stable-sort path); 90 distinct values make every bucket hold duplicates.
+    rng = np.random.default_rng(changed + distinct)
+    gold = mixed_hashes(rng, 60_000, distinct)
+    pred = rng.permutation(gold)
+    pred[:changed] = mixed_hashes(rng, changed, distinct)
+    pred = np.concatenate([pred, mixed_hashes(rng, 10, distinct)])  # sides of different lengths
+    gold_rows, pred_rows = surplus_by_hash(gold, pred)
+    assert gold_rows.tolist() == expected_positions(gold, pred)
+    assert pred_rows.tolist() == expected_positions(pred, gold)
+
+
+def test_equal_large_results_have_no_surplus() -> None:
+    gold = mixed_hashes(np.random.default_rng(3), 100_000, 50_000)
+    gold_rows, pred_rows = surplus_by_hash(gold, np.random.default_rng(4).permutation(gold))
+    assert gold_rows.size == 0 and pred_rows.size == 0
+
+
+def test_a_row_swapped_for_another_in_its_bucket_is_still_found() -> None:
+    # Same bucket (same low bits), same row count per bucket: only the sums tell them apart.
+    gold = mixed_hashes(np.random.default_rng(6), 50_000, 50_000)
+    pred = gold.copy()
+    pred[123] ^= np.uint64(1 << 50)
+    gold_rows, pred_rows = surplus_by_hash(gold, pred)
+    assert gold_rows.tolist() == expected_positions(gold, pred) == [123]
+    assert pred_rows.tolist() == [123]
+
+
+def test_a_bucket_too_full_to_sum_exactly_is_sorted_instead() -> None:
+    # 2**21 + 1 copies of one row: its bucket's float sums could round, so the whole sort decides.
+    gold = np.full(2**21 + 1, 12345, dtype=np.uint64)
+    assert _bucket_digests(gold, 16) is None
+    pred = gold.copy()
+    pred[-1] = 99
+    gold_rows, pred_rows = surplus_by_hash(gold, pred)
+    assert gold_rows.tolist() == [0] and pred_rows.tolist() == [2**21]
+
+
+def test_row_hashes_do_not_depend_on_the_block_length() -> None:
+    rng = np.random.default_rng(5)
+    columns = [rng.integers(0, 2**63, 200_003, dtype=np.int64).view(np.uint64) for _ in range(3)]
+    whole = row_hashes(columns, 200_003)
+    pieces = [row_hashes([c[start:start + 7_001] for c in columns], len(columns[0][start:start + 7_001]))
+              for start in range(0, 200_003, 7_001)]
+    assert np.array_equal(whole, np.concatenate(pieces))

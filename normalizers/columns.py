@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import itemgetter
 from typing import Any
 
-from polysql.core.columnar import ArrowColumn, ArrowRows
+from polysql.core.columnar import ArrowColumn, ArrowRows, RowsColumn
 from polysql.core.errors import ComparisonError
 from polysql.core.model import Result
 from polysql.normalizers.families import (
@@ -55,10 +54,8 @@ class ResultColumns:
                 # Columns already: no transpose, and their types are read off the Arrow types.
                 raw = list(self._rows.columns())
             else:
-                # One pass per column, not zip(*rows): that makes an iterator per row, and a
-                # million short-lived objects set off the garbage collector over and over (20x
-                # slower).
-                raw = [tuple(map(itemgetter(j), self._rows)) for j in range(self.width)]
+                # Columns read straight from the rows, not transposed copies (see RowsColumn).
+                raw = [RowsColumn(self._rows, j) for j in range(self.width)]
             self.zones = []
             for j, values in enumerate(raw):
                 known = values.python_types() if isinstance(values, ArrowColumn) else None

@@ -231,7 +231,7 @@ def _verified(gold: Side, pred: Side, g_rows: np.ndarray, p_rows: np.ndarray,
     """Signatures are hashes: confirm the exact parts of every settled pair value by value."""
     gi, pi = g_rows.tolist(), p_rows.tolist()
     for j in exact_columns:
-        g_keys, p_keys = gold.key_column(j), pred.key_column(j)
+        g_keys, p_keys = gold.keys_to_pick(j), pred.keys_to_pick(j)
         if list(map(g_keys.__getitem__, gi)) != list(map(p_keys.__getitem__, pi)):
             return False
     for g_col, p_col in zip(g_num, p_num, strict=True):

@@ -72,7 +72,7 @@ def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
     def grouped(side: Side, positions: list[int]) -> dict[tuple[Any, ...], list[tuple[float, ...]]]:
         groups: dict[tuple[Any, ...], list[tuple[float, ...]]] = defaultdict(list)
         for i in positions:
-            key = tuple(side.key_column(j)[i] for j in others)
+            key = tuple(side.keys_to_pick(j)[i] for j in others)
             # an integer beyond floats is infinite here (then the shape is plain "values")
             groups[key].append(tuple(as_float(side.raw[j][i]) for j in numeric))
         return groups

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from polysql.core.columnar import RowsColumn
 from polysql.normalizers.hashing import HashScheme, row_hashes
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.values import Reading, fine_value, materialize
@@ -44,6 +45,14 @@ class Side:
         """Column ``j``'s keys, indexable at C speed, building no other column's list."""
         return self._keys[j] if self._keys is not None else materialize(self.lazy_keys[j])
 
+    def keys_to_pick(self, j: int) -> Sequence[Any]:
+        """Column ``j``'s keys for reading a few of them: a column read straight from the rows
+        is read row by row rather than built whole."""
+        lazy = self.lazy_keys[j]
+        if self._keys is None and isinstance(lazy, RowsColumn):
+            return lazy
+        return self.key_column(j)
+
     def row_hashes(self) -> np.ndarray:
         if self._row_hashes is None:
             self._row_hashes = row_hashes(self.hashes, self.height)
@@ -59,7 +68,7 @@ class Side:
     def fine_row(self, i: int) -> tuple[Any, ...]:
         """Row ``i`` as the tolerance pass sees it. Columns hashed as int64 or strong hold no
         approximate numbers (ints compare exactly with ints), so their keys serve as they are."""
-        return tuple(self.key_column(j)[i] if scheme in EXACT_SCHEMES
+        return tuple(self.keys_to_pick(j)[i] if scheme in EXACT_SCHEMES
                      else fine_value(raw[i], self.policy, reading)
                      for j, (raw, reading, scheme)
                      in enumerate(zip(self.raw, self.reading, self.schemes, strict=True)))

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from polysql.core.columnar import ArrowColumn
+from polysql.core.columnar import ArrowColumn, RowsColumn
 from polysql.normalizers.policy import ComparePolicy
 
 NoneType = type(None)
@@ -270,9 +270,9 @@ class FloatKeys(Sequence[Any]):
 
 
 def materialize(keys: Sequence[Any]) -> Sequence[Any]:
-    """Keys as a plain sequence with C-speed indexing (builds a FloatKeys' or an Arrow column's
-    list)."""
-    return keys.as_list() if isinstance(keys, FloatKeys | ArrowColumn) else keys
+    """Keys as a plain sequence with C-speed indexing (builds a FloatKeys', an Arrow column's or
+    a rows column's values)."""
+    return keys.as_list() if isinstance(keys, FloatKeys | ArrowColumn | RowsColumn) else keys
 
 
 def _float_array_keys(arr: np.ndarray, policy: ComparePolicy,
@@ -341,6 +341,7 @@ def _float_keys_with_nulls(values: Sequence[float | None], policy: ComparePolicy
     """Keys of a column of floats and NULLs from one numpy conversion, which reads None as NaN:
     only the NaN slots are then looked at one by one, to tell NULL from a real NaN. (pyarrow
     reads the NULL mask in half the time, but its first use imports pandas: 0.2 s.)"""
+    values = materialize(values)  # a sequence numpy reads at C speed
     arr = np.array(values, dtype=np.float64)
     nulls = np.zeros(arr.size, dtype=bool)
     maybe = np.flatnonzero(np.isnan(arr))

@@ -10,6 +10,9 @@ A column's Python values are exactly ``pyarrow``'s ``to_pylist()``; an engine on
 for the column types where that equals what its own driver returns (see the engine's execute).
 pyarrow is not imported here (whoever builds the table has it; a column's type is read through
 ``pyarrow.types`` only when asked), so importing this module costs only NumPy.
+
+Rows that arrive as a list of tuples are read column by column too, through :class:`RowsColumn`,
+which streams a column's values out of the rows instead of copying the column out first.
 """
 
 from __future__ import annotations
@@ -171,9 +174,8 @@ class RowsColumn(Sequence[Any]):
 
     Iterating streams the values out of the rows. A transposed copy would touch every value
     three more times (written, read, freed), and on a million rows spread over memory each such
-    pass costs about as much as the pass the comparison wanted: streaming the type pass and
-    the conversion to NumPy takes half the time of transposing first (measured). A single
-    value is read from its row; a slice, or more than a few passes, builds the column once.
+    pass costs about as much as a pass the comparison wants. A single value is read from its
+    row; a slice, or more than a few passes, builds the column once.
     """
 
     __slots__ = ("_get", "_passes", "_rows", "_values")

@@ -17,6 +17,8 @@ from decimal import Decimal
 from itertools import compress
 from typing import Any
 
+from polysql.core.columnar import values_at
+
 NoneType = type(None)
 MAX_VALUE_CHARS = 60
 MAX_ROW_CHARS = 160
@@ -78,7 +80,7 @@ def value_order(value: Any) -> tuple[Any, ...]:
 
 def _least(column: Sequence[Any], candidates: list[int]) -> list[int]:
     """The candidates whose value in ``column`` is least under :func:`value_order`."""
-    values = list(map(column.__getitem__, candidates))
+    values = values_at(column, candidates)
     kinds = set(map(type, values))
     if NoneType in kinds:  # NULL comes first, and every NULL is written the same
         return list(compress(candidates, map(NoneType.__instancecheck__, values)))
@@ -89,7 +91,7 @@ def _least(column: Sequence[Any], candidates: list[int]) -> list[int]:
         candidates = list(compress(candidates, map(least.__eq__, values)))
         if len(candidates) == 1:
             return candidates
-        values = list(map(column.__getitem__, candidates))
+        values = values_at(column, candidates)
     keys = list(map(value_order, values))
     least_key = min(keys)
     return [i for i, key in zip(candidates, keys, strict=True) if key == least_key]

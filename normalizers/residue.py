@@ -9,7 +9,10 @@ buckets; their rows are then left over on both sides. This module pairs such row
 2. Both sides are sorted by (signature, numbers); in groups with as many rows on each side, the
    i-th rows are checked against each other with numpy (``|a - b| <= max(rel * max(|a|, |b|),
    abs)``, two integers exactly).
-3. Groups that this does not settle (different counts, or noise that reorders rows) go to the
+3. Rows that can pair with nothing are set aside too: rows whose non-numbers (NULL, NaN) the
+   other side lacks beside the same exact part, and a row alone in its group on both sides
+   whose numbers are not equal under the contract.
+4. Groups that this does not settle (different counts, or noise that reorders rows) go to the
    general pairing of :func:`polysql.normalizers.tolerance.pair_within_tolerance`.
 """
 
@@ -18,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -29,6 +34,7 @@ from polysql.normalizers.tolerance import pair_within_tolerance
 from polysql.normalizers.values import (
     EXACT_FLOAT_INT,
     WRITTEN_RTOL,
+    NoneType,
     Number,
     column_types,
     fine_value,
@@ -54,8 +60,7 @@ class _Numbers:
 
 
 def _numbers(side: Side, j: int, rows: list[int]) -> _Numbers:
-    raw = side.raw[j]
-    values = [raw[i] for i in rows]
+    values = side.raw_values(j, rows)
     fast = _homogeneous_numbers(values, side.reading[j].approximate)
     if fast is not None:
         return fast
@@ -83,21 +88,34 @@ def _written(approx: np.ndarray, exact: np.ndarray, approximate: bool) -> np.nda
 
 def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbers | None:
     """Vectorized :class:`_Numbers` for a column of only floats, only ints or only Decimals
-    (no NULL, no NaN), else None.
+    (no NaN), NULLs allowed, else None.
 
     An integral Decimal is recognised through its float; a misjudged one can only be treated as
     inexact-looking-exact and fail its check, which sends the pair to the exact general pass.
     """
-    kinds = column_types(values)
+    types = column_types(values)
+    kinds = types - {NoneType}
     if len(kinds) != 1 or not kinds <= {float, int, Decimal}:
         return None
+    numbers = values
+    present = None
+    if NoneType in types:
+        present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=len(values))
+        numbers = list(compress(values, present.tolist()))
     try:
-        approx = np.fromiter(map(float, values), dtype=np.float64, count=len(values))
+        found = np.fromiter(map(float, numbers), dtype=np.float64, count=len(numbers))
     except (OverflowError, ValueError):
         return None
-    if np.isnan(approx).any():
+    if np.isnan(found).any():
         return None
     (kind,) = kinds
+    if present is not None:
+        return _with_nulls(_homogeneous(found, kind, numbers, approximate), present, values)
+    return _homogeneous(found, kind, values, approximate)
+
+
+def _homogeneous(approx: np.ndarray, kind: type, values: list[Any], approximate: bool) -> _Numbers:
+    """:class:`_Numbers` of ``values``, all numbers of type ``kind``, read as floats ``approx``."""
     if kind is int:
         exact = np.ones(approx.size, dtype=bool)
     elif kind is Decimal:
@@ -109,6 +127,18 @@ def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbe
     written = _written(approx, exact, approximate)
     return _Numbers(approx, exact, written, np.ones(approx.size, dtype=bool),
                     np.full(approx.size, _NUMBER_SLOT, dtype=np.uint64), values)
+
+
+def _with_nulls(numbers: _Numbers, present: np.ndarray, values: list[Any]) -> _Numbers:
+    """``numbers`` (of the non-NULL values) spread back among the NULLs of ``values``, as the
+    general path reads a NULL: not a number, hashed as None."""
+    def spread(part: np.ndarray, fill: Any) -> np.ndarray:
+        out = np.full(present.size, fill, dtype=part.dtype)
+        out[present] = part
+        return out
+    return _Numbers(spread(numbers.approx, 0.0), spread(numbers.exact, False),
+                    spread(numbers.written, np.nan), present,
+                    spread(numbers.other, np.int64(hash(None)).view(np.uint64)), values)
 
 
 def _signatures(side: Side, rows: np.ndarray, exact_columns: list[int],
@@ -147,6 +177,50 @@ def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
     return neither | (both_numbers & np.where(both_exact, exact_ok, close))
 
 
+# Set operations on sorted hashes with searchsorted: numpy's isin, unique and intersect1d sort
+# (or hash) both arrays again, several times slower on a million rows.
+
+def _member(values: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Per value: whether ``others`` holds it."""
+    if others.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    ordered = np.sort(others)
+    at = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+    return ordered[at] == values
+
+
+def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct values of a sorted array, where each first occurs and how often."""
+    if sorted_values.size == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return sorted_values, empty, empty
+    first = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    return sorted_values[first], first, np.diff(np.r_[first, sorted_values.size])
+
+
+def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in ``a`` and in ``b`` (both sorted, distinct) of the values both hold."""
+    if a.size == 0 or b.size == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty
+    at = np.minimum(np.searchsorted(b, a), b.size - 1)
+    found = b[at] == a
+    return np.flatnonzero(found), at[found]
+
+
+def _in_order(positions: list[int], more: Sequence[int] | np.ndarray) -> list[int]:
+    """``positions`` and ``more`` as one ascending list."""
+    return np.sort(np.concatenate([np.asarray(positions, dtype=np.intp),
+                                   np.asarray(more, dtype=np.intp)])).tolist()
+
+
+def _decided(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Per pair: whether :func:`_close` is final for this column. It is not for two integers
+    beyond float precision, which only the general pass compares exactly."""
+    both_exact = a.exact[ia] & b.exact[ib]
+    return ~(both_exact & ~(np.abs(a.approx[ia]) < EXACT_FLOAT_INT))
+
+
 def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: list[int],
                     gold_tags: np.ndarray | None = None, pred_tags: np.ndarray | None = None,
                     ) -> tuple[list[int], list[int], int]:
@@ -162,11 +236,11 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
     g_sig = _signatures(gold, g_rows, exact_columns, gold_tags)
     p_sig = _signatures(pred, p_rows, exact_columns, pred_tags)
     # 1. rows whose exact part exists on the other side at all
-    g_hope, p_hope = np.isin(g_sig, p_sig), np.isin(p_sig, g_sig)
+    g_hope, p_hope = _member(g_sig, p_sig), _member(p_sig, g_sig)
     lone_gold, lone_pred = g_rows[~g_hope].tolist(), p_rows[~p_hope].tolist()
     g_rows, g_sig, p_rows, p_sig = g_rows[g_hope], g_sig[g_hope], p_rows[p_hope], p_sig[p_hope]
     if g_rows.size == 0 or p_rows.size == 0:
-        return sorted(lone_gold + g_rows.tolist()), sorted(lone_pred + p_rows.tolist()), 0
+        return _in_order(lone_gold, g_rows), _in_order(lone_pred, p_rows), 0
 
     g_num = [_numbers(gold, j, g_rows.tolist()) for j in approx_columns]
     p_num = [_numbers(pred, j, p_rows.tolist()) for j in approx_columns]
@@ -178,13 +252,18 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
     g_order = np.lexsort([*(c.approx for c in reversed(g_num)), g_sig])
     p_order = np.lexsort([*(c.approx for c in reversed(p_num)), p_sig])
     g_sorted, p_sorted = g_sig[g_order], p_sig[p_order]
-    g_vals, g_first, g_count = np.unique(g_sorted, return_index=True, return_counts=True)
-    p_vals, p_first, p_count = np.unique(p_sorted, return_index=True, return_counts=True)
-    common, gi, pi = np.intersect1d(g_vals, p_vals, assume_unique=True, return_indices=True)
+    g_vals, g_first, g_count = _runs(g_sorted)
+    p_vals, p_first, p_count = _runs(p_sorted)
+    gi, pi = _common(g_vals, p_vals)
     same_size = g_count[gi] == p_count[pi]
 
     settled_g: list[np.ndarray] = []
     settled_p: list[np.ndarray] = []
+    # Rows that can pair with nothing, decided here rather than in the general pass (so a
+    # prediction with the right keys and wrong numbers is rejected in numpy time): rows whose
+    # full signature the other side lacks (NULL pairs only with NULL), and rows alone in their
+    # group on both sides whose numbers are not equal under the contract.
+    g_final, p_final = ~_member(g_sig, p_sig), ~_member(p_sig, g_sig)
     if same_size.any():
         starts_g, starts_p = g_first[gi][same_size], p_first[pi][same_size]
         sizes = g_count[gi][same_size]
@@ -197,6 +276,11 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
             ok &= _close(g_col, p_col, ga, pa, policy)
         group_ok = np.logical_and.reduceat(ok, np.cumsum(sizes) - sizes)
         pair_ok = np.repeat(group_ok, sizes)
+        alone = np.repeat(sizes == 1, sizes) & ~pair_ok
+        for g_col, p_col in zip(g_num, p_num, strict=True):
+            alone &= _decided(g_col, p_col, ga, pa)
+        g_final[ga[alone]] = True
+        p_final[pa[alone]] = True
         if _verified(gold, pred, g_rows[ga[pair_ok]], p_rows[pa[pair_ok]], exact_columns,
                      g_num, p_num, ga[pair_ok], pa[pair_ok]):
             settled_g.append(ga[pair_ok])
@@ -204,12 +288,13 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
     paired = int(sum(s.size for s in settled_g))
 
     # 3. everything not settled goes to the general pairing (with its tie-group tag, if any)
-    g_done = np.zeros(g_rows.size, dtype=bool)
-    p_done = np.zeros(p_rows.size, dtype=bool)
+    g_done, p_done = g_final.copy(), p_final.copy()
     for s in settled_g:
         g_done[s] = True
     for s in settled_p:
         p_done[s] = True
+    lone_gold += g_rows[g_final].tolist()
+    lone_pred += p_rows[p_final].tolist()
     rest_g, rest_p = g_rows[~g_done].tolist(), p_rows[~p_done].tolist()
     if rest_g and rest_p:
         lone_g, lone_p = pair_within_tolerance(
@@ -217,7 +302,7 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
             [_tagged(pred, k, pred_tags) for k in rest_p], policy)
         paired += len(rest_g) - len(lone_g)
         rest_g, rest_p = [rest_g[i] for i in lone_g], [rest_p[k] for k in lone_p]
-    return sorted(lone_gold + rest_g), sorted(lone_pred + rest_p), paired
+    return _in_order(lone_gold, rest_g), _in_order(lone_pred, rest_p), paired
 
 
 def _tagged(side: Side, i: int, tags: np.ndarray | None) -> tuple[Any, ...]:

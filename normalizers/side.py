@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from polysql.core.columnar import RowsColumn
+from polysql.core.columnar import RowsColumn, values_at
 from polysql.normalizers.hashing import HashScheme, row_hashes
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.values import Reading, fine_value, materialize
@@ -52,6 +52,10 @@ class Side:
         if self._keys is None and isinstance(lazy, RowsColumn):
             return lazy
         return self.key_column(j)
+
+    def raw_values(self, j: int, rows: Sequence[int]) -> list[Any]:
+        """Column ``j``'s raw values at ``rows`` (see :func:`values_at`)."""
+        return values_at(self.raw[j], rows)
 
     def row_hashes(self) -> np.ndarray:
         if self._row_hashes is None:

@@ -206,3 +206,11 @@ class RowsColumn(Sequence[Any]):
             if self._passes <= _STREAMED_PASSES:
                 return map(self._get, self._rows)
         return iter(self.as_list())
+
+
+def values_at(column: Sequence[Any], rows: Sequence[int]) -> list[Any]:
+    """``column``'s values at ``rows``: read one by one when they are few, through the whole
+    column built once when they are many (an Arrow or rows column indexes in Python)."""
+    if isinstance(column, ArrowColumn | RowsColumn) and len(rows) * 16 > len(column):
+        column = column.as_list()
+    return list(map(column.__getitem__, rows))

@@ -6,8 +6,13 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
+import numpy as np
+
 from polysql import Result, compare
 from polysql.backends.base import Backend
+from polysql.normalizers import residue
+from polysql.normalizers.policy import DEFAULT_POLICY
+from polysql.normalizers.values import PLAIN_READING
 
 
 def noisy(value: float, rng: random.Random, scale: float = 3e-6) -> float:
@@ -87,3 +92,44 @@ def test_tie_groups_keep_tolerance_pairs_inside_their_group(sqlite: Backend,
     assert verdict.match, verdict.reason
     swapped = Result(pred.columns, [pred.rows[1], pred.rows[0], *pred.rows[2:]])
     assert not compare(gold, swapped, gold_sql=gold_sql).match
+
+
+def test_right_keys_with_wrong_numbers_are_rejected_without_the_general_pass(monkeypatch) -> None:
+    # Every row's key pairs and every number is wrong (a NULL among them against a number): each
+    # row is alone in its group on both sides, so no pairing in Python is needed to reject it.
+    general: list[int] = []
+    real = residue.pair_within_tolerance
+
+    def recorded(gold_rows: list, pred_rows: list, policy: object) -> tuple[list[int], list[int]]:
+        general.append(len(gold_rows))
+        return real(gold_rows, pred_rows, policy)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(residue, "pair_within_tolerance", recorded)
+    rng = random.Random(8)
+    gold_rows = [(i, rng.random() * 1000, None if i % 5 == 0 else rng.random()) for i in range(5000)]
+    pred_rows = [(i, x * 1.5, 0.25 if y is None else y) for i, x, y in gold_rows]
+    verdict = compare(Result(["i", "x", "y"], gold_rows), Result(["i", "x", "y"], pred_rows))
+    assert not verdict.match and "5000 gold rows missing" in verdict.reason
+    assert general == []
+
+
+def test_float_columns_with_nulls_read_as_the_general_path_reads_them(monkeypatch) -> None:
+    class Column:  # the one thing _numbers asks of a Side
+        def __init__(self, values: list) -> None:
+            self.values = values
+            self.reading = [PLAIN_READING]
+            self.policy = DEFAULT_POLICY
+
+        def raw_values(self, j: int, rows: list[int]) -> list:
+            return [self.values[i] for i in rows]
+
+    for values in ([1.5, None, 2.25, None, 22979.630000000005], [1, None, 2**40, None],
+                   [Decimal("1.10"), None, Decimal("3")]):
+        side, rows = Column(values), list(range(len(values)))
+        fast = residue._numbers(side, 0, rows)  # type: ignore[arg-type]
+        monkeypatch.setattr(residue, "_homogeneous_numbers", lambda *args: None)
+        general = residue._numbers(side, 0, rows)  # type: ignore[arg-type]
+        monkeypatch.undo()
+        for part in ("approx", "exact", "is_number", "other"):
+            assert np.array_equal(getattr(fast, part), getattr(general, part)), part
+        assert np.array_equal(fast.written, general.written, equal_nan=True)

@@ -167,8 +167,8 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
 
     first_failure: tuple[Alignment, RowOutcome, dict[str, Any]] | None = None
     for alignment in _alignments(gold_cols, pred_cols, order, pol):
-        outcome, extra = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment, order, pol,
-                                          widened_ties)
+        outcome, extra, sides = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment,
+                                                 order, pol, widened_ties)
         if outcome.match:
             details.update(_alignment_details(alignment, pred_cols), **extra,
                            tolerance_pairs=outcome.tolerance_pairs, rule="rows")
@@ -179,22 +179,21 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
                 reason += f" (timestamps without a time zone read as UTC in {read_as_utc})"
             return Verdict(True, reason, details)
         if first_failure is None:
-            first_failure = (alignment, outcome, extra)
+            first_failure = (alignment, outcome, extra, sides)
     if first_failure is None:
         details.update(alignment=None, rule="columns", mismatch="columns")
         return Verdict(False, caveat + _unalignable_reason(gold_cols, pred_cols), details)
-    alignment, outcome, extra = first_failure
+    alignment, outcome, extra, sides = first_failure
     details.update(_alignment_details(alignment, pred_cols), **extra,
                    tolerance_pairs=outcome.tolerance_pairs, rule="rows")
-    details.update(_shape_details(gold_cols, pred_cols, alignment, pol))
+    details.update(_shape_details(*sides, outcome))
     return Verdict(False, caveat + outcome.reason, details)
 
 
-def _shape_details(gold: ResultColumns, pred: ResultColumns, alignment: Alignment,
-                   pol: ComparePolicy) -> dict[str, Any]:
-    """The mismatch's shape for error analysis (see :mod:`polysql.normalizers.shape`)."""
-    gold_side, pred_side, _ = _sides(gold, pred, None, alignment, pol)
-    shape, worst = mismatch_shape(gold_side, pred_side)
+def _shape_details(gold_side: Side, pred_side: Side, outcome: RowOutcome) -> dict[str, Any]:
+    """The mismatch's shape for error analysis (see :mod:`polysql.normalizers.shape`), from the
+    sides the rows were compared on and, for a bag, the rows that comparison left unpaired."""
+    shape, worst = mismatch_shape(gold_side, pred_side, outcome.difference)
     out: dict[str, Any] = {"mismatch": shape}
     if worst is not None:
         out["max_relative_difference"] = worst
@@ -365,9 +364,19 @@ def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | No
 def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
                      alignment: Alignment, order: RowOrder, pol: ComparePolicy,
                      widened_ties: list[tuple[Any, ...]] | None = None,
-                     ) -> tuple[RowOutcome, dict[str, Any]]:
+                     ) -> tuple[RowOutcome, dict[str, Any], tuple[Side, Side]]:
+    """Compare the rows under one alignment; also returns the gold and predicted Sides built
+    for it (a mismatch's shape is read off them)."""
     gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)
-    if gold.height == 0 and pred.height == 0:
+    outcome, extra = _compare_sides(gold, gold_side, pred_side, widened_side, order, pol,
+                                    widened_ties)
+    return outcome, extra, (gold_side, pred_side)
+
+
+def _compare_sides(gold: ResultColumns, gold_side: Side, pred_side: Side,
+                   widened_side: Side | None, order: RowOrder, pol: ComparePolicy,
+                   widened_ties: list[tuple[Any, ...]] | None) -> tuple[RowOutcome, dict[str, Any]]:
+    if gold_side.height == 0 and pred_side.height == 0:
         return RowOutcome(True, "both results are empty"), {}
     info = order.info
     # The keys come from the SQL, not from the order mode: with ordered=False the tie group cut

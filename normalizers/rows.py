@@ -45,6 +45,8 @@ class RowOutcome:
     match: bool
     reason: str
     tolerance_pairs: int = 0
+    #: a bag comparison's unpaired (gold, predicted) rows, kept for the mismatch's shape
+    difference: tuple[list[int], list[int]] | None = None
 
 
 # -- multiset difference --------------------------------------------------------------------------
@@ -182,7 +184,8 @@ def compare_bag(gold: Side, pred: Side) -> RowOutcome:
         return RowOutcome(True, f"same {plural(gold.height, 'row')} as a bag{_with_tolerance(paired)}",
                           paired)
     prefix = _count_reason(gold, pred) + "; " if gold.height != pred.height else ""
-    return RowOutcome(False, prefix + _difference_reason(gold, pred, gold_left, pred_left), paired)
+    return RowOutcome(False, prefix + _difference_reason(gold, pred, gold_left, pred_left), paired,
+                      (gold_left, pred_left))
 
 
 #: hash schemes under which two keys are equal exactly when their column hashes are

@@ -18,38 +18,60 @@ runs only for mismatches, so its cost does not touch the common path) and names 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+
+from polysql.normalizers.hashing import row_hashes
 from polysql.normalizers.rows import side_difference
-from polysql.normalizers.side import Side
-from polysql.normalizers.values import as_float
+from polysql.normalizers.side import EXACT_SCHEMES, Side
+from polysql.normalizers.values import as_float, column_types
 
 #: relative difference up to which differing numbers count as drift rather than a wrong number
 DRIFT_RELATIVE = 0.01
 
 SHAPES = ("columns", "row_count", "order", "numeric_drift", "numbers", "values")
+_NUMBER_TYPES: frozenset[type] = frozenset({int, float, Decimal})
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
 
-def _relative(a: Any, b: Any) -> float:
-    x, y = float(a), float(b)
-    if math.isnan(x) or math.isnan(y):
-        return 0.0 if math.isnan(x) and math.isnan(y) else math.inf
-    scale = max(abs(x), abs(y))
-    return abs(x - y) / scale if scale else 0.0
+def _all_numbers(values: list[Any]) -> bool:
+    # the types first: one C-level pass for the usual columns of plain ints, floats, Decimals
+    return column_types(values) <= _NUMBER_TYPES or all(map(_is_number, values))
 
 
-def mismatch_shape(gold: Side, pred: Side) -> tuple[str, float | None]:
+def _floats(values: list[Any]) -> np.ndarray:
+    """Numbers as float64; an integer beyond floats is infinite (then the shape is "values")."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except OverflowError:
+        return np.fromiter(map(as_float, values), dtype=np.float64, count=len(values))
+
+
+def _largest_relative(x: np.ndarray, y: np.ndarray) -> float:
+    """The largest relative difference between paired numbers: 0 for equal ones (two NaNs
+    included), infinite against a NaN or an infinity."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        scale = np.maximum(np.abs(x), np.abs(y))
+        relative = np.where(scale > 0, np.abs(x - y) / scale, 0.0)
+    relative = np.where(np.isnan(relative), np.inf, relative)  # an infinity against another number
+    nan_x, nan_y = np.isnan(x), np.isnan(y)
+    relative = np.where((x == y) | (nan_x & nan_y), 0.0, np.where(nan_x | nan_y, np.inf, relative))
+    return float(relative.max(initial=0.0))
+
+
+def mismatch_shape(gold: Side, pred: Side,
+                   difference: tuple[list[int], list[int]] | None = None) -> tuple[str, float | None]:
     """The shape of a mismatch between two aligned sides, and for ``numeric_drift`` and
-    ``numbers`` the largest relative difference between paired numbers."""
+    ``numbers`` the largest relative difference between paired numbers. ``difference``: the
+    sides' unpaired (gold, predicted) rows as a bag, when the comparison already has them."""
     if gold.height != pred.height:
         return "row_count", None
-    gold_left, pred_left, _ = side_difference(gold, pred)
+    gold_left, pred_left = difference if difference is not None else side_difference(gold, pred)[:2]
     if not gold_left and not pred_left:
         return "order", None
     return _numeric_difference(gold, pred, gold_left, pred_left)
@@ -58,36 +80,37 @@ def mismatch_shape(gold: Side, pred: Side) -> tuple[str, float | None]:
 def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
                         pred_left: list[int]) -> tuple[str, float | None]:
     """Pair the leftover rows by their non-numeric columns; when every pair differs only in
-    numbers, the rows are the same rows with different numbers."""
+    numbers, the rows are the same rows with different numbers. Vectorized: a wrong prediction
+    can leave a million rows here."""
     if len(gold_left) != len(pred_left):
         return "values", None
     width = len(gold.raw)
-    numeric = [j for j in range(width)
-               if all(_is_number(gold.raw[j][i]) for i in gold_left)
-               and all(_is_number(pred.raw[j][i]) for i in pred_left)]
+    gold_values = [gold.raw_values(j, gold_left) for j in range(width)]
+    pred_values = [pred.raw_values(j, pred_left) for j in range(width)]
+    numeric = [j for j in range(width) if _all_numbers(gold_values[j]) and _all_numbers(pred_values[j])]
     if not numeric:
         return "values", None
     others = [j for j in range(width) if j not in numeric]
-
-    def grouped(side: Side, positions: list[int]) -> dict[tuple[Any, ...], list[tuple[float, ...]]]:
-        groups: dict[tuple[Any, ...], list[tuple[float, ...]]] = defaultdict(list)
-        for i in positions:
-            key = tuple(side.keys_to_pick(j)[i] for j in others)
-            # an integer beyond floats is infinite here (then the shape is plain "values")
-            groups[key].append(tuple(as_float(side.raw[j][i]) for j in numeric))
-        return groups
-
-    gold_groups, pred_groups = grouped(gold, gold_left), grouped(pred, pred_left)
-    if gold_groups.keys() != pred_groups.keys():
-        return "values", None
-    worst = 0.0
-    for key, gold_numbers in gold_groups.items():
-        pred_numbers = pred_groups[key]
-        if len(gold_numbers) != len(pred_numbers):
-            return "values", None
-        # Sorting both sides pairs nearest rows well enough for a label; it is not a verdict.
-        for g, p in zip(sorted(gold_numbers), sorted(pred_numbers), strict=True):
-            worst = max([worst, *(_relative(a, b) for a, b in zip(g, p, strict=True))])
+    # Rows grouped by their other columns' hashes (equal keys, equal hashes), then sorted by
+    # their numbers within each group: sorting both sides pairs nearest rows well enough for a
+    # label; it is not a verdict.
+    gold_numbers = [_floats(gold_values[j]) for j in numeric]
+    pred_numbers = [_floats(pred_values[j]) for j in numeric]
+    gold_rows, pred_rows = np.asarray(gold_left, dtype=np.intp), np.asarray(pred_left, dtype=np.intp)
+    gold_groups = row_hashes([gold.hashes[j][gold_rows] for j in others], gold_rows.size)
+    pred_groups = row_hashes([pred.hashes[j][pred_rows] for j in others], pred_rows.size)
+    gold_order = np.lexsort([*reversed(gold_numbers), gold_groups])
+    pred_order = np.lexsort([*reversed(pred_numbers), pred_groups])
+    if not np.array_equal(gold_groups[gold_order], pred_groups[pred_order]):
+        return "values", None  # other values, or as many rows of them on each side
+    for j in others:  # hashes that can collide: the paired keys themselves must agree
+        if gold.schemes[j] not in EXACT_SCHEMES:
+            gold_keys, pred_keys = gold.keys_to_pick(j), pred.keys_to_pick(j)
+            if list(map(gold_keys.__getitem__, gold_rows[gold_order].tolist())) != \
+                    list(map(pred_keys.__getitem__, pred_rows[pred_order].tolist())):
+                return "values", None
+    worst = max(_largest_relative(g[gold_order], p[pred_order])
+                for g, p in zip(gold_numbers, pred_numbers, strict=True))
     if math.isinf(worst):
         return "values", None
     return ("numeric_drift" if worst <= DRIFT_RELATIVE else "numbers"), worst

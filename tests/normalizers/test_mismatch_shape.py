@@ -46,3 +46,22 @@ def test_matches_carry_no_shape() -> None:
     verdict = compare(_result(["v"], [(1,)]), _result(["v"], [(1,)]))
     assert verdict.match
     assert "mismatch" not in verdict.details
+
+
+def test_a_large_result_with_wrong_numbers_is_labelled_by_its_worst_difference() -> None:
+    # 20,000 rows whose keys all pair and whose numbers are all off: every row reaches the shape.
+    gold = [(i, f"k{i % 13}", i * 1.5, None if i % 7 == 0 else i / 3) for i in range(20_000)]
+    pred = [(i, key, value * 1.02, None if third is None else third) for i, key, value, third
+            in reversed(gold)]
+    verdict = compare(_result(["i", "k", "v", "t"], gold), _result(["i", "k", "v", "t"], pred))
+    assert not verdict.match
+    assert verdict.details["mismatch"] == "numbers"
+    assert verdict.details["max_relative_difference"] == pytest.approx(0.02 / 1.02)
+
+
+@pytest.mark.parametrize(("gold", "pred"), [(float("inf"), 5.0), (float("nan"), 5.0),
+                                            (float("-inf"), float("inf"))])
+def test_an_infinity_or_nan_against_a_number_is_other_values(gold: float, pred: float) -> None:
+    verdict = compare(_result(["x", "v"], [(1, gold), (2, 2.0)]),
+                      _result(["x", "v"], [(1, pred), (2, 2.0)]))
+    assert verdict.details["mismatch"] == "values"

@@ -165,7 +165,7 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
     widened = _usable_widened(gold_widened, gold, details)
     widened_cols = ResultColumns(widened, "widened gold", pol) if widened is not None else None
 
-    first_failure: tuple[Alignment, RowOutcome, dict[str, Any]] | None = None
+    first_failure: tuple[Alignment, RowOutcome, dict[str, Any], tuple[Side, Side]] | None = None
     for alignment in _alignments(gold_cols, pred_cols, order, pol):
         outcome, extra, sides = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment,
                                                  order, pol, widened_ties)

@@ -10,7 +10,9 @@ take in the same run, and their ratio:
   hold some NULL); the prediction is the gold shuffled.
 * ``tolerance``: int and two float columns (one with NULLs); the prediction's floats carry
   relative noise far below the tolerance, as when another engine sums in another order, so every
-  float is bucketed and the rows whose noise crosses a bucket edge go through the tolerance pass.
+  float is bucketed and the rows whose noise crosses a bucket edge go through the tolerance pass
+  (``equal``). Its ``wrong`` variant has the right ids and every price off by half: every row
+  is left over and rejected by the tolerance pass (the target is for ``equal``).
 * ``ordered``: the ``nulls`` rows compared as a sequence (``ordered=True``), the prediction in
   the gold's order; its baseline is list equality, ``gold_rows == pred_rows``.
 
@@ -132,8 +134,12 @@ def tolerance(count: int) -> Workload:
     noisy = [(i, price * (1 + rng.uniform(-1e-9, 1e-9)),
               None if ratio is None else ratio * (1 + rng.uniform(-1e-9, 1e-9)))
              for i, price, ratio in specs]
+    # A wrong answer with the right keys: every price off by half, so every row is left over
+    # after hashing and has its one candidate checked (the common shape of a wrong aggregate).
+    wrong = [(i, price * 1.5, ratio) for i, price, ratio in specs]
     return Workload(["id", "price", "ratio"], tolerance_row, specs,
-                    {"equal": (shuffled(noisy, 7), True)}, target=1.5, arrow=True)
+                    {"equal": (shuffled(noisy, 7), True), "wrong": (shuffled(wrong, 8), False)},
+                    target=1.5, arrow=True)
 
 
 def ordered(count: int) -> Workload:
@@ -192,7 +198,7 @@ def run(name: str, workload: Workload, repeats: int) -> None:
         if verdict.match is not expected:
             raise SystemExit(f"{name} {variant}: expected match={expected}, got {verdict.reason}")
         # The ratio is the result; absolute times say more about the machine than about the code.
-        target = f"   (target <= {workload.target:.1f}x)" if workload.target else ""
+        target = f"   (target <= {workload.target:.1f}x)" if workload.target and expected else ""
         print(f"{name:10s} {variant:8s} {baseline_name:8s} {baseline:7.3f} s   "
               f"compare {ours:7.3f} s   ratio {ours / baseline:5.2f}x{target}")
         if not workload.arrow:

@@ -213,6 +213,17 @@ def split_by_hash(gold: np.ndarray, pred: np.ndarray) -> HashSplit:
                      np.sort(gold_order[~gold_keep]), np.sort(pred_order[~pred_keep]))
 
 
+def group_order(groups: np.ndarray, numbers: Sequence[np.ndarray]) -> np.ndarray:
+    """Row order by group hash, then by ``numbers`` (first array first) within a group: what
+    ``np.lexsort([*reversed(numbers), groups])`` gives, but with one sort of the hashes alone
+    when every group holds one row (then the numbers cannot reorder anything)."""
+    order = np.argsort(groups, kind="stable")
+    ordered = groups[order]
+    if not numbers or ordered.size < 2 or bool((ordered[1:] != ordered[:-1]).all()):
+        return order
+    return np.lexsort([*reversed(numbers), groups])
+
+
 def _runs(sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct values of a sorted array and how often each occurs."""
     if sorted_hashes.size == 0:

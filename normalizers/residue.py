@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from polysql.normalizers.hashing import row_hashes
+from polysql.normalizers.hashing import group_order, row_hashes
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.side import EXACT_SCHEMES, Side
 from polysql.normalizers.tolerance import pair_within_tolerance
@@ -249,8 +249,8 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
     p_sig = row_hashes([p_sig, *(c.other for c in p_num)], p_rows.size)
 
     # 2. sort by (signature, numbers) and pair by rank inside groups of equal size
-    g_order = np.lexsort([*(c.approx for c in reversed(g_num)), g_sig])
-    p_order = np.lexsort([*(c.approx for c in reversed(p_num)), p_sig])
+    g_order = group_order(g_sig, [c.approx for c in g_num])
+    p_order = group_order(p_sig, [c.approx for c in p_num])
     g_sorted, p_sorted = g_sig[g_order], p_sig[p_order]
     g_vals, g_first, g_count = _runs(g_sorted)
     p_vals, p_first, p_count = _runs(p_sorted)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from polysql.normalizers.hashing import row_hashes
+from polysql.normalizers.hashing import group_order, row_hashes
 from polysql.normalizers.rows import side_difference
 from polysql.normalizers.side import EXACT_SCHEMES, Side
 from polysql.normalizers.values import as_float, column_types
@@ -99,8 +99,8 @@ def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
     gold_rows, pred_rows = np.asarray(gold_left, dtype=np.intp), np.asarray(pred_left, dtype=np.intp)
     gold_groups = row_hashes([gold.hashes[j][gold_rows] for j in others], gold_rows.size)
     pred_groups = row_hashes([pred.hashes[j][pred_rows] for j in others], pred_rows.size)
-    gold_order = np.lexsort([*reversed(gold_numbers), gold_groups])
-    pred_order = np.lexsort([*reversed(pred_numbers), pred_groups])
+    gold_order = group_order(gold_groups, gold_numbers)
+    pred_order = group_order(pred_groups, pred_numbers)
     if not np.array_equal(gold_groups[gold_order], pred_groups[pred_order]):
         return "values", None  # other values, or as many rows of them on each side
     for j in others:  # hashes that can collide: the paired keys themselves must agree

@@ -10,6 +10,7 @@ import pytest
 
 from polysql.normalizers.hashing import (
     _bucket_digests,
+    group_order,
     row_checksums,
     row_hashes,
     same_paired_rows,
@@ -125,3 +126,19 @@ def test_row_hashes_do_not_depend_on_the_block_length() -> None:
     pieces = [row_hashes([c[start:start + 7_001] for c in columns], len(columns[0][start:start + 7_001]))
               for start in range(0, 200_003, 7_001)]
     assert np.array_equal(whole, np.concatenate(pieces))
+
+
+@pytest.mark.parametrize("distinct", [5, 1_000, None])
+def test_group_order_is_the_lexicographic_order_of_group_and_numbers(distinct: int | None) -> None:
+    # Few groups (numbers decide within them), many, and one row per group (hashes alone).
+    rng = np.random.default_rng(distinct or 0)
+    if distinct is None:
+        groups = rng.permutation(3_000).astype(np.uint64)
+    else:
+        groups = rng.integers(0, distinct, 3_000).astype(np.uint64) * np.uint64(7919)
+    numbers = [rng.integers(0, 4, groups.size).astype(np.float64), rng.random(groups.size)]
+    order = group_order(groups, numbers)
+    expected = np.lexsort([*reversed(numbers), groups])
+    assert np.array_equal(groups[order], groups[expected])
+    for column in numbers:
+        assert np.array_equal(column[order], column[expected])

@@ -188,9 +188,7 @@ def _keep_mask(sorted_hashes: np.ndarray, other_sorted: np.ndarray) -> np.ndarra
     length c, where the other side has c' rows of that hash, the first min(c, c') are kept."""
     if sorted_hashes.size == 0:
         return np.zeros(0, dtype=bool)
-    starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
-    run_values = sorted_hashes[starts]
-    run_lengths = np.diff(np.r_[starts, sorted_hashes.size])
+    run_values, starts, run_lengths = runs(sorted_hashes)
     lo = np.searchsorted(other_sorted, run_values, side="left")
     hi = np.searchsorted(other_sorted, run_values, side="right")
     allowed = np.minimum(run_lengths, hi - lo)
@@ -224,12 +222,13 @@ def group_order(groups: np.ndarray, numbers: Sequence[np.ndarray]) -> np.ndarray
     return np.lexsort([*reversed(numbers), groups])
 
 
-def _runs(sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of a sorted array and how often each occurs."""
-    if sorted_hashes.size == 0:
-        return sorted_hashes, np.zeros(0, dtype=np.intp)
-    starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
-    return sorted_hashes[starts], np.diff(np.r_[starts, sorted_hashes.size])
+def runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct values of a sorted array, where each first occurs and how often."""
+    if sorted_values.size == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return sorted_values, empty, empty
+    first = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    return sorted_values[first], first, np.diff(np.r_[first, sorted_values.size])
 
 
 def row_checksums(columns: Sequence[np.ndarray], height: int) -> np.ndarray:
@@ -364,7 +363,8 @@ def _sorted_surplus(gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.
     if gold_sorted.size == pred_sorted.size and np.array_equal(gold_sorted, pred_sorted):
         empty = np.zeros(0, dtype=np.intp)
         return empty, empty
-    gold_runs, pred_runs = _runs(gold_sorted), _runs(pred_sorted)
+    (gold_values, _, gold_counts), (pred_values, _, pred_counts) = runs(gold_sorted), runs(pred_sorted)
+    gold_runs, pred_runs = (gold_values, gold_counts), (pred_values, pred_counts)
     return _surplus_rows(gold, gold_runs, pred_runs), _surplus_rows(pred, pred_runs, gold_runs)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from polysql.normalizers.hashing import group_order, row_hashes
+from polysql.normalizers.hashing import group_order, row_hashes, runs
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.side import EXACT_SCHEMES, Side
 from polysql.normalizers.tolerance import pair_within_tolerance
@@ -189,15 +189,6 @@ def _member(values: np.ndarray, others: np.ndarray) -> np.ndarray:
     return ordered[at] == values
 
 
-def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct values of a sorted array, where each first occurs and how often."""
-    if sorted_values.size == 0:
-        empty = np.zeros(0, dtype=np.intp)
-        return sorted_values, empty, empty
-    first = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    return sorted_values[first], first, np.diff(np.r_[first, sorted_values.size])
-
-
 def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions in ``a`` and in ``b`` (both sorted, distinct) of the values both hold."""
     if a.size == 0 or b.size == 0:
@@ -252,8 +243,8 @@ def resolve_residue(gold: Side, pred: Side, gold_left: list[int], pred_left: lis
     g_order = group_order(g_sig, [c.approx for c in g_num])
     p_order = group_order(p_sig, [c.approx for c in p_num])
     g_sorted, p_sorted = g_sig[g_order], p_sig[p_order]
-    g_vals, g_first, g_count = _runs(g_sorted)
-    p_vals, p_first, p_count = _runs(p_sorted)
+    g_vals, g_first, g_count = runs(g_sorted)
+    p_vals, p_first, p_count = runs(p_sorted)
     gi, pi = _common(g_vals, p_vals)
     same_size = g_count[gi] == p_count[pi]
 

@@ -196,7 +196,7 @@ class RowsColumn(Sequence[Any]):
         return len(self._rows)
 
     def __getitem__(self, index: Any) -> Any:
-        if self._values is None and isinstance(index, int):
+        if self._values is None and isinstance(index, int | np.integer):
             return self._get(self._rows[index])
         return self.as_list()[index]
 

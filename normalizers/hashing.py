@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from polysql.core.columnar import ArrowColumn
-from polysql.normalizers.values import EXACT_FLOAT_INT, FloatKeys, materialize
+from polysql.normalizers.values import BLOCK, EXACT_FLOAT_INT, FloatKeys, materialize
 
 NoneType = type(None)
 HashScheme = Literal["int64", "float64", "strong", "checked"]
@@ -153,22 +153,17 @@ def hash_columns(columns: Sequence[Sequence[Any]],
     return scheme, [_python_hashes(keys) for keys in columns]
 
 
-#: rows per block when mixing row hashes: a block's temporaries stay in the CPU cache (measured
-#: 1.5x as fast as whole-column passes on a million rows)
-_BLOCK = 1 << 16
-
-
 def row_hashes(columns: Sequence[np.ndarray], height: int) -> np.ndarray:
     """Combine per-column hashes into one hash per row (column order matters)."""
     out = np.zeros(height, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for start in range(0, height, _BLOCK):
-            acc = out[start:start + _BLOCK]
+        for start in range(0, height, BLOCK):
+            acc = out[start:start + BLOCK]
             for hashed in columns:
-                mixed = _mix(hashed[start:start + _BLOCK])
+                mixed = _mix(hashed[start:start + BLOCK])
                 mixed ^= acc
                 acc = _mix(mixed)
-            out[start:start + _BLOCK] = acc
+            out[start:start + BLOCK] = acc
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from polysql.core.columnar import values_at
 from polysql.normalizers.hashing import group_order, row_hashes, runs
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.side import EXACT_SCHEMES, Side
@@ -308,7 +309,7 @@ def _verified(gold: Side, pred: Side, g_rows: np.ndarray, p_rows: np.ndarray,
     gi, pi = g_rows.tolist(), p_rows.tolist()
     for j in exact_columns:
         g_keys, p_keys = gold.keys_to_pick(j), pred.keys_to_pick(j)
-        if list(map(g_keys.__getitem__, gi)) != list(map(p_keys.__getitem__, pi)):
+        if values_at(g_keys, gi) != values_at(p_keys, pi):
             return False
     for g_col, p_col in zip(g_num, p_num, strict=True):
         others = np.flatnonzero(~g_col.is_number[g_pos]).tolist()

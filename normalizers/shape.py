@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from polysql.core.columnar import values_at
 from polysql.normalizers.hashing import group_order, row_hashes
 from polysql.normalizers.rows import side_difference
 from polysql.normalizers.side import EXACT_SCHEMES, Side
@@ -106,8 +107,8 @@ def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
     for j in others:  # hashes that can collide: the paired keys themselves must agree
         if gold.schemes[j] not in EXACT_SCHEMES:
             gold_keys, pred_keys = gold.keys_to_pick(j), pred.keys_to_pick(j)
-            if list(map(gold_keys.__getitem__, gold_rows[gold_order].tolist())) != \
-                    list(map(pred_keys.__getitem__, pred_rows[pred_order].tolist())):
+            if values_at(gold_keys, gold_rows[gold_order].tolist()) != \
+                    values_at(pred_keys, pred_rows[pred_order].tolist()):
                 return "values", None
     worst = max(_largest_relative(g[gold_order], p[pred_order])
                 for g, p in zip(gold_numbers, pred_numbers, strict=True))

@@ -63,7 +63,7 @@ MIXED_CASE_TYPES = ["bigint", "decimal(12,3)", "double", "string", "binary", "da
 SLOW_QUERY = "SELECT count(*) FROM range(1000000) a CROSS JOIN range(1000000) b"
 # Seconds of work inside each of two rows, one per task slot of local[2]: Spark checks for a
 # cancel only between rows, so its tasks run on for seconds after the statement is cancelled.
-UNSTOPPABLE_QUERY = ("SELECT sum(aggregate(sequence(1, 25000 + CAST(id * 0 AS INT)), 0L, "
+UNSTOPPABLE_QUERY = ("SELECT sum(aggregate(sequence(1, 75000 + CAST(id * 0 AS INT)), 0L, "
                      "(a, x) -> a + aggregate(sequence(1, 25000), 0L, (b, y) -> b + y))) "
                      "FROM range(0, 2, 1, 2)")
 

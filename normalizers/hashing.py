@@ -39,7 +39,7 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 #: what NULL hashes to in an int64 column (a key equal to it sends the column to Python's hash)
-_NULL_INT = np.int64(-(2**63))
+NULL_INT = np.int64(-(2**63))
 #: what NULL hashes to in a float64 column: a NaN pattern, and NaN keys never reach the bits
 _NULL_FLOAT_BITS = np.uint64(0x7FF8_0000_0000_0A11)
 #: odd 64-bit multipliers for the checksum (odd: multiplication by them is invertible mod 2**64)
@@ -94,9 +94,9 @@ def _int_bits(keys: Sequence[Any], nullable: bool) -> np.ndarray | None:
     very number (then None: the column is hashed the general way). OverflowError beyond 64 bits."""
     values, nulls = _int_array(keys, nullable)
     if nulls is not None:
-        if np.any((values == _NULL_INT) & ~nulls):
+        if np.any((values == NULL_INT) & ~nulls):
             return None
-        values[nulls] = _NULL_INT
+        values[nulls] = NULL_INT
     return values.view(np.uint64)
 
 
@@ -194,8 +194,7 @@ def _keep_mask(sorted_hashes: np.ndarray, other_sorted: np.ndarray) -> np.ndarra
 
 def split_by_hash(gold: np.ndarray, pred: np.ndarray) -> HashSplit:
     """Pair rows of equal hash as multisets (duplicates pair one to one)."""
-    gold_order = np.argsort(gold, kind="stable")
-    pred_order = np.argsort(pred, kind="stable")
+    gold_order, pred_order = stable_argsort(gold), stable_argsort(pred)
     gold_sorted, pred_sorted = gold[gold_order], pred[pred_order]
     if gold_sorted.size == pred_sorted.size and np.array_equal(gold_sorted, pred_sorted):
         empty = np.zeros(0, dtype=np.intp)
@@ -206,15 +205,46 @@ def split_by_hash(gold: np.ndarray, pred: np.ndarray) -> HashSplit:
                      np.sort(gold_order[~gold_keep]), np.sort(pred_order[~pred_keep]))
 
 
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """What ``np.argsort(values, kind="stable")`` gives (equal values in row order), from
+    numpy's default sort -- about four times faster on a million 64-bit hashes -- with only the
+    rows of repeated values put back in row order."""
+    order = np.argsort(values)
+    ordered = values[order]
+    tied = _tied(ordered)
+    if tied is not None:
+        # (run, row) as one int64 per tied row: one plain sort puts each run's rows in order
+        run = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]])[tied]
+        order[tied] = np.sort(run * order.size + order[tied]) % order.size
+    return order
+
+
+def _tied(ordered: np.ndarray) -> np.ndarray | None:
+    """Per position of a sorted array: whether its value repeats; None when none does."""
+    if ordered.size < 2:
+        return None
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return None
+    tied = np.zeros(ordered.size, dtype=bool)
+    tied[1:] = same
+    tied[:-1] |= same
+    return tied
+
+
 def group_order(groups: np.ndarray, numbers: Sequence[np.ndarray]) -> np.ndarray:
-    """Row order by group hash, then by ``numbers`` (first array first) within a group: what
-    ``np.lexsort([*reversed(numbers), groups])`` gives, but with one sort of the hashes alone
-    when every group holds one row (then the numbers cannot reorder anything)."""
-    order = np.argsort(groups, kind="stable")
-    ordered = groups[order]
-    if not numbers or ordered.size < 2 or bool((ordered[1:] != ordered[:-1]).all()):
+    """Row order by group hash, then by ``numbers`` (first array first) within a group, then by
+    row: what ``np.lexsort([*reversed(numbers), groups])`` gives. One plain sort of the hashes
+    places every group; only the rows of groups holding several are sorted by their numbers."""
+    order = np.argsort(groups)
+    tied = _tied(groups[order])
+    if tied is None:
         return order
-    return np.lexsort([*reversed(numbers), groups])
+    # The tied positions hold the repeated groups in ascending group order; their rows, taken
+    # in row order and lexsorted (stable), fill those positions in the same group sequence.
+    rows = np.sort(order[tied])
+    order[tied] = rows[np.lexsort([*(n[rows] for n in reversed(numbers)), groups[rows]])]
+    return order
 
 
 def runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,7 +296,7 @@ def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
     if values.size * 16 > hashes.size:
         # Many surplus hashes (a largely different result): one stable sort of the rows finds
         # them faster than a lookup per row.
-        order = np.argsort(hashes, kind="stable")
+        order = stable_argsort(hashes)
         run_of = np.repeat(np.arange(run_values.size), run_lengths)
         rank = np.arange(hashes.size) - (np.cumsum(run_lengths) - run_lengths)[run_of]
         surplus = np.zeros(hashes.size, dtype=bool)
@@ -276,7 +306,7 @@ def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
     if rows.size == counts.sum():
         return rows  # every row of those hashes is surplus (the other side has none of them)
     # Keep, per hash value, only its first `excess` rows.
-    order = np.argsort(hashes[rows], kind="stable")
+    order = stable_argsort(hashes[rows])
     by_value = hashes[rows][order]
     first = np.searchsorted(by_value, by_value, side="left")
     rank = np.arange(by_value.size) - first
@@ -371,7 +401,7 @@ def pairs_equal(gold_columns: Sequence[Sequence[Any]], pred_columns: Sequence[Se
         return True
     # Walk the gold side in row order: when every row is paired that is the column itself, and
     # only the predicted side is gathered in random order.
-    order = np.argsort(gold_rows, kind="stable")
+    order = np.argsort(gold_rows)  # distinct row positions: no ties to keep in order
     gold_index, pred_index = gold_rows[order].tolist(), pred_rows[order].tolist()
     whole = len(gold_index) == len(gold_columns[0])
     for gold_keys, pred_keys in zip(gold_columns, pred_columns, strict=True):

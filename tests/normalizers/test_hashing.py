@@ -15,6 +15,7 @@ from polysql.normalizers.hashing import (
     row_hashes,
     same_paired_rows,
     split_by_hash,
+    stable_argsort,
     surplus_by_hash,
 )
 
@@ -128,17 +129,31 @@ def test_row_hashes_do_not_depend_on_the_block_length() -> None:
     assert np.array_equal(whole, np.concatenate(pieces))
 
 
-@pytest.mark.parametrize("distinct", [5, 1_000, None])
-def test_group_order_is_the_lexicographic_order_of_group_and_numbers(distinct: int | None) -> None:
-    # Few groups (numbers decide within them), many, and one row per group (hashes alone).
-    rng = np.random.default_rng(distinct or 0)
+@pytest.mark.parametrize("distinct", [5, 1_000, None, "mixed"])
+def test_group_order_is_the_lexicographic_order_of_group_and_numbers(distinct: int | str | None,
+                                                                     ) -> None:
+    # Few groups (numbers decide within them), many, one row per group (hashes alone), and
+    # mostly lone groups beside a few large ones (only those are sorted by their numbers).
+    rng = np.random.default_rng(7 if distinct == "mixed" else distinct or 0)
     if distinct is None:
         groups = rng.permutation(3_000).astype(np.uint64)
+    elif distinct == "mixed":
+        groups = rng.permutation(3_000).astype(np.uint64)
+        groups[rng.integers(0, 3_000, 600)] = rng.integers(0, 4, 600).astype(np.uint64)
     else:
         groups = rng.integers(0, distinct, 3_000).astype(np.uint64) * np.uint64(7919)
     numbers = [rng.integers(0, 4, groups.size).astype(np.float64), rng.random(groups.size)]
+    numbers[1][rng.integers(0, groups.size, 50)] = np.nan
+    numbers[1][rng.integers(0, groups.size, 500)] = 0.5  # rows tied on everything: row order
     order = group_order(groups, numbers)
-    expected = np.lexsort([*reversed(numbers), groups])
-    assert np.array_equal(groups[order], groups[expected])
-    for column in numbers:
-        assert np.array_equal(column[order], column[expected])
+    assert np.array_equal(order, np.lexsort([*reversed(numbers), groups]))
+    assert np.array_equal(group_order(groups, []), np.argsort(groups, kind="stable"))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stable_argsort_keeps_equal_values_in_row_order(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(0, 5_000))
+    values = rng.integers(0, int(rng.integers(1, 2 * size + 2)), size).astype(np.uint64)
+    values *= np.uint64(0x9E3779B97F4A7C15)  # spread over the 64 bits, as row hashes are
+    assert np.array_equal(stable_argsort(values), np.argsort(values, kind="stable"))

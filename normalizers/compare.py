@@ -354,7 +354,7 @@ def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | No
         for side_hashes, hashed in zip(hashes, per_side, strict=True):
             side_hashes.append(hashed)
     built = [Side(cols.label, [cols.raw[j] for j in indices], side_keys, readings, pol, cols.height,
-                  schemes, side_hashes)
+                  schemes, side_hashes, [cols.types(j) for j in indices])
              for (cols, indices), side_keys, side_hashes in zip(sides, keys, hashes, strict=True)]
     return built[0], built[1], built[2] if widened is not None else None
 

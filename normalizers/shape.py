@@ -24,16 +24,17 @@ from typing import Any
 import numpy as np
 
 from polysql.core.columnar import values_at
-from polysql.normalizers.hashing import group_order, row_hashes
+from polysql.normalizers.hashing import NULL_INT, group_order, row_hashes
 from polysql.normalizers.rows import side_difference
-from polysql.normalizers.side import EXACT_SCHEMES, Side
-from polysql.normalizers.values import as_float, column_types
+from polysql.normalizers.side import Side
+from polysql.normalizers.values import FloatKeys, NoneType, as_float, column_types
 
 #: relative difference up to which differing numbers count as drift rather than a wrong number
 DRIFT_RELATIVE = 0.01
 
 SHAPES = ("columns", "row_count", "order", "numeric_drift", "numbers", "values")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, Decimal})
+_INTS: frozenset[type] = frozenset({int, NoneType})
 
 
 def _is_number(value: Any) -> bool:
@@ -51,6 +52,25 @@ def _floats(values: list[Any]) -> np.ndarray:
         return np.array(values, dtype=np.float64)
     except OverflowError:
         return np.fromiter(map(as_float, values), dtype=np.float64, count=len(values))
+
+
+def _numbers_at(side: Side, j: int, rows: list[int], at: np.ndarray) -> np.ndarray | None:
+    """Column ``j``'s values at ``rows`` (``at``, as an array) as float64 when every one is a
+    number, else None. A column of floats, or of ints hashed as themselves, is read off the
+    arrays the comparison already holds instead of its Python values."""
+    keys = side.lazy_keys[j]
+    floats = keys.floats if isinstance(keys, FloatKeys) else None
+    if floats is not None:  # floats (a NaN is a number here) and NULLs
+        values, nulls = floats
+        return None if nulls is not None and nulls[at].any() else values[at]
+    if side.schemes[j] == "int64" and side.types and side.types[j] <= _INTS:
+        exact = side.hashes[j][at].view(np.int64)
+        # NULL is the most negative int64 where the side holds NULLs (no int is, then)
+        if NoneType in side.types[j] and bool((exact == NULL_INT).any()):
+            return None
+        return exact.astype(np.float64)
+    values = side.raw_values(j, rows)
+    return _floats(values) if _all_numbers(values) else None
 
 
 def _largest_relative(x: np.ndarray, y: np.ndarray) -> float:
@@ -85,19 +105,23 @@ def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
     can leave a million rows here."""
     if len(gold_left) != len(pred_left):
         return "values", None
-    width = len(gold.raw)
-    gold_values = [gold.raw_values(j, gold_left) for j in range(width)]
-    pred_values = [pred.raw_values(j, pred_left) for j in range(width)]
-    numeric = [j for j in range(width) if _all_numbers(gold_values[j]) and _all_numbers(pred_values[j])]
+    gold_rows, pred_rows = np.asarray(gold_left, dtype=np.intp), np.asarray(pred_left, dtype=np.intp)
+    numeric, others = [], []
+    gold_numbers, pred_numbers = [], []
+    for j in range(len(gold.raw)):
+        gold_column = _numbers_at(gold, j, gold_left, gold_rows)
+        pred_column = None if gold_column is None else _numbers_at(pred, j, pred_left, pred_rows)
+        if pred_column is None:
+            others.append(j)
+            continue
+        numeric.append(j)
+        gold_numbers.append(gold_column)
+        pred_numbers.append(pred_column)
     if not numeric:
         return "values", None
-    others = [j for j in range(width) if j not in numeric]
     # Rows grouped by their other columns' hashes (equal keys, equal hashes), then sorted by
     # their numbers within each group: sorting both sides pairs nearest rows well enough for a
     # label; it is not a verdict.
-    gold_numbers = [_floats(gold_values[j]) for j in numeric]
-    pred_numbers = [_floats(pred_values[j]) for j in numeric]
-    gold_rows, pred_rows = np.asarray(gold_left, dtype=np.intp), np.asarray(pred_left, dtype=np.intp)
     gold_groups = row_hashes([gold.hashes[j][gold_rows] for j in others], gold_rows.size)
     pred_groups = row_hashes([pred.hashes[j][pred_rows] for j in others], pred_rows.size)
     gold_order = group_order(gold_groups, gold_numbers)
@@ -105,7 +129,7 @@ def _numeric_difference(gold: Side, pred: Side, gold_left: list[int],
     if not np.array_equal(gold_groups[gold_order], pred_groups[pred_order]):
         return "values", None  # other values, or as many rows of them on each side
     for j in others:  # hashes that can collide: the paired keys themselves must agree
-        if gold.schemes[j] not in EXACT_SCHEMES:
+        if gold.schemes[j] == "checked":  # the other schemes are injective (or SipHash)
             gold_keys, pred_keys = gold.keys_to_pick(j), pred.keys_to_pick(j)
             if values_at(gold_keys, gold_rows[gold_order].tolist()) != \
                     values_at(pred_keys, pred_rows[pred_order].tolist()):

@@ -31,6 +31,8 @@ class Side:
     height: int
     schemes: list[HashScheme]  # per column, shared by every side compared with this one
     hashes: list[np.ndarray]  # per column, hashed under ``schemes``
+    #: per column, the Python types of the raw values (empty when not known)
+    types: list[frozenset[type]] = field(default_factory=list)
     _row_hashes: np.ndarray | None = field(default=None, repr=False)
     _keys: list[Sequence[Any]] | None = field(default=None, repr=False)
 
@@ -84,4 +86,4 @@ class Side:
         where = np.asarray(positions, dtype=np.intp)
         return Side(self.label, [pick(c) for c in self.raw], [pick(c) for c in self.keys],
                     self.reading, self.policy, len(positions), self.schemes,
-                    [hashed[where] for hashed in self.hashes])
+                    [hashed[where] for hashed in self.hashes], self.types)

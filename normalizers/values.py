@@ -213,14 +213,23 @@ class FloatKeys(Sequence[Any]):
     not that float: NaN's sentinel, or an exact integer beyond float precision.
     """
 
-    __slots__ = ("_values", "_nulls", "_patches", "_list")
+    __slots__ = ("_values", "_nulls", "_patches", "_list", "_floats")
 
-    def __init__(self, values: np.ndarray, nulls: np.ndarray | None = None) -> None:
+    def __init__(self, values: np.ndarray, nulls: np.ndarray | None = None, *,
+                 floats: np.ndarray | None = None) -> None:
         self._values = values
         # Kept only when some row is NULL, so "no NULL" costs nothing to test later.
         self._nulls = nulls if nulls is not None and nulls.any() else None
         self._patches: dict[int, Any] = {}
         self._list: list[Any] | None = None
+        self._floats = floats
+
+    @property
+    def floats(self) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """(the column's own values, NULL mask or None) when the keys were made from a column
+        of floats (NULL slots hold NaN): the tolerance pass and the mismatch shape read the
+        numbers here instead of converting the Python values once more. None otherwise."""
+        return None if self._floats is None else (self._floats, self._nulls)
 
     @property
     def array(self) -> np.ndarray | None:
@@ -275,16 +284,18 @@ def materialize(keys: Sequence[Any]) -> Sequence[Any]:
     return keys.as_list() if isinstance(keys, FloatKeys | ArrowColumn | RowsColumn) else keys
 
 
-def _float_array_keys(arr: np.ndarray, policy: ComparePolicy,
-                      nulls: np.ndarray | None = None) -> FloatKeys:
+def _float_array_keys(arr: np.ndarray, policy: ComparePolicy, nulls: np.ndarray | None = None,
+                      *, floats: bool = False) -> FloatKeys:
     """Keys of a float64 array: integral values kept exactly (so 3.0 meets int 3 in the hash),
     and with ``short_numbers_exact`` numbers written out in full (see SHORT_DIGITS) and float
     noise around them keyed as those numbers; the others bucketed to the policy's significant
     digits. ``nulls`` marks NULL rows, whose slots
-    hold a NaN placeholder. Rounding is elementwise, so placeholders change no other key."""
+    hold a NaN placeholder. Rounding is elementwise, so placeholders change no other key.
+    ``floats``: ``arr`` holds the column's float values themselves, kept beside the keys."""
+    source = arr
     if policy.tolerant:
         arr = _tolerant_float_keys(arr, policy)
-    keys = FloatKeys(arr, nulls)
+    keys = FloatKeys(arr, nulls, floats=source if floats else None)
     nan = np.isnan(arr)
     if nulls is not None:
         nan &= ~nulls
@@ -335,7 +346,8 @@ def _nan_key(policy: ComparePolicy) -> Hashable:
 
 def _float_keys(values: Sequence[float], policy: ComparePolicy) -> Sequence[Any]:
     # fromiter reads exact Python floats about twice as fast as np.array (measured).
-    return _float_array_keys(np.fromiter(values, dtype=np.float64, count=len(values)), policy)
+    return _float_array_keys(np.fromiter(values, dtype=np.float64, count=len(values)), policy,
+                             floats=True)
 
 
 def _float_keys_with_nulls(values: Sequence[float | None], policy: ComparePolicy) -> FloatKeys:
@@ -347,7 +359,7 @@ def _float_keys_with_nulls(values: Sequence[float | None], policy: ComparePolicy
     nulls = np.zeros(arr.size, dtype=bool)
     maybe = np.flatnonzero(np.isnan(arr))
     nulls[maybe] = [values[i] is None for i in maybe.tolist()]
-    return _float_array_keys(arr, policy, nulls)
+    return _float_array_keys(arr, policy, nulls, floats=True)
 
 
 def _int_keys(values: Sequence[int], policy: ComparePolicy) -> list[Any]:
@@ -629,7 +641,7 @@ def column_keys(values: Sequence[Any], policy: ComparePolicy,
         parts = values.float_parts()
         if parts is not None:  # the keys _float_keys(_with_nulls) make, from the Arrow buffer
             arr, nulls = parts  # nulls: None exactly when the column holds no NULL
-            return _float_array_keys(arr, policy, nulls)
+            return _float_array_keys(arr, policy, nulls, floats=True)
     if len(kinds) == 1:
         kind = next(iter(kinds))
         if NoneType not in types:

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from polysql import Result, compare
+from polysql.normalizers import shape
 
 
 def _result(columns: list[str], rows: list[tuple]) -> Result:
@@ -65,3 +66,36 @@ def test_an_infinity_or_nan_against_a_number_is_other_values(gold: float, pred: 
     verdict = compare(_result(["x", "v"], [(1, gold), (2, 2.0)]),
                       _result(["x", "v"], [(1, pred), (2, 2.0)]))
     assert verdict.details["mismatch"] == "values"
+
+
+def _read_from_values(side, j, rows, at):  # the general reading, from the Python values
+    values = side.raw_values(j, rows)
+    return shape._floats(values) if shape._all_numbers(values) else None
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    # ints (NULLs in some rows, or none) and floats with NULLs, right keys and wrong numbers
+    ([(i, None if i % 5 == 0 else i * 3, i / 7) for i in range(3_000)],
+     [(i, None if i % 5 == 0 else i * 3, i / 7 * 1.3) for i in range(3_000)]),
+    ([(i, None if i % 5 == 0 else i * 3, i / 7) for i in range(3_000)],
+     [(i, None if i % 5 == 1 else i * 3, i / 7) for i in range(3_000)]),
+    ([(i, -(2**63) + i, float(i)) for i in range(3_000)],
+     [(i, -(2**63) + i, float(i) + 0.5) for i in range(3_000)]),
+    ([(i, i, None if i % 3 else i / 9) for i in range(3_000)],
+     [(i, i + 1, None if i % 3 else i / 9) for i in range(3_000)]),
+    ([(i, i * 3, None if i == 5 else i / 9) for i in range(3_000)],  # NULL against NaN
+     [(i, i * 4, float("nan") if i == 5 else i / 9) for i in range(3_000)]),
+    ([(i, True, i * 1.5) for i in range(3_000)], [(i, False, i * 1.5) for i in range(3_000)]),
+    ([(i, 2**53 + i, float("nan") if i == 7 else 1.0) for i in range(3_000)],
+     [(i, 2**53 + i + 1, float("nan") if i == 7 else 1.0) for i in range(3_000)]),
+])
+def test_numbers_read_off_the_comparison_arrays_label_as_the_values_do(gold, pred,
+                                                                      monkeypatch) -> None:
+    columns = ["a", "b", "c"]
+    fast = compare(_result(columns, gold), _result(columns, pred))
+    monkeypatch.setattr(shape, "_numbers_at", _read_from_values)
+    general = compare(_result(columns, gold), _result(columns, pred))
+    assert not fast.match
+    assert fast.details["mismatch"] == general.details["mismatch"]
+    assert fast.details.get("max_relative_difference") == \
+        general.details.get("max_relative_difference")

@@ -12,7 +12,7 @@ from polysql import Result, compare
 from polysql.backends.base import Backend
 from polysql.normalizers import residue
 from polysql.normalizers.policy import DEFAULT_POLICY
-from polysql.normalizers.values import PLAIN_READING
+from polysql.normalizers.values import PLAIN_READING, column_keys
 
 
 def noisy(value: float, rng: random.Random, scale: float = 3e-6) -> float:
@@ -114,22 +114,48 @@ def test_right_keys_with_wrong_numbers_are_rejected_without_the_general_pass(mon
 
 
 def test_float_columns_with_nulls_read_as_the_general_path_reads_them(monkeypatch) -> None:
-    class Column:  # the one thing _numbers asks of a Side
+    """The float-array and homogeneous readings of a column give the general path's numbers."""
+    class Column:  # the things _numbers asks of a Side
         def __init__(self, values: list) -> None:
-            self.values = values
+            self.raw = [values]
+            self.lazy_keys = [column_keys(values, DEFAULT_POLICY)]
             self.reading = [PLAIN_READING]
             self.policy = DEFAULT_POLICY
 
         def raw_values(self, j: int, rows: list[int]) -> list:
-            return [self.values[i] for i in rows]
+            return [self.raw[j][i] for i in rows]
 
-    for values in ([1.5, None, 2.25, None, 22979.630000000005], [1, None, 2**40, None],
-                   [Decimal("1.10"), None, Decimal("3")]):
-        side, rows = Column(values), list(range(len(values)))
-        fast = residue._numbers(side, 0, rows)  # type: ignore[arg-type]
-        monkeypatch.setattr(residue, "_homogeneous_numbers", lambda *args: None)
-        general = residue._numbers(side, 0, rows)  # type: ignore[arg-type]
-        monkeypatch.undo()
-        for part in ("approx", "exact", "is_number", "other"):
-            assert np.array_equal(getattr(fast, part), getattr(general, part)), part
-        assert np.array_equal(fast.written, general.written, equal_nan=True)
+    for values in ([1.5, None, 2.25, None, 22979.630000000005], [0.1, 2.5e300, -0.0, 7.0],
+                   [1, None, 2**40, None], [Decimal("1.10"), None, Decimal("3")]):
+        side = Column(values)
+        for rows in (np.arange(len(values)), np.arange(len(values))[::-1].copy(),
+                     np.array([1, len(values) - 1], dtype=np.intp)):
+            readings = [residue._numbers(side, 0, rows)]  # type: ignore[arg-type]
+            monkeypatch.setattr(residue, "_float_numbers", lambda *args: None)
+            readings.append(residue._numbers(side, 0, rows))  # type: ignore[arg-type]
+            monkeypatch.setattr(residue, "_homogeneous_numbers", lambda *args: None)
+            general = residue._numbers(side, 0, rows)  # type: ignore[arg-type]
+            monkeypatch.undo()
+            for fast in readings:
+                for part in ("approx", "exact", "is_number", "other"):
+                    assert np.array_equal(getattr(fast, part), getattr(general, part)), part
+                assert np.array_equal(fast.written, general.written, equal_nan=True)
+                assert [fast.fine[k] for k in range(len(rows))] == [values[i] for i in rows]
+
+
+def test_float_columns_read_from_their_key_arrays() -> None:
+    """A column of floats is read off the array its keys were made from; a NaN in it, or a
+    column of other numbers, is read from the values."""
+    side_keys = column_keys([1.5, None, 2.0], DEFAULT_POLICY)
+    assert side_keys.floats is not None  # type: ignore[attr-defined]
+    assert column_keys([Decimal("1.5"), Decimal("2")], DEFAULT_POLICY).floats is None  # type: ignore[attr-defined]
+
+    class Column:
+        def __init__(self, values: list) -> None:
+            self.raw = [values]
+            self.lazy_keys = [column_keys(values, DEFAULT_POLICY)]
+            self.reading = [PLAIN_READING]
+
+    assert residue._float_numbers(Column([1.5, None]), 0, np.arange(2)) is not None  # type: ignore[arg-type]
+    assert residue._float_numbers(Column([1.5, float("nan")]), 0, np.arange(2)) is None  # type: ignore[arg-type]
+    assert residue._float_numbers(Column([1, 2]), 0, np.arange(2)) is None  # type: ignore[arg-type]

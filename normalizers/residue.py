@@ -35,7 +35,6 @@ from polysql.normalizers.tolerance import pair_within_tolerance
 from polysql.normalizers.values import (
     EXACT_FLOAT_INT,
     WRITTEN_RTOL,
-    FloatKeys,
     NoneType,
     Number,
     column_types,
@@ -88,19 +87,14 @@ def _float_numbers(side: Side, j: int, at: np.ndarray) -> _Numbers | None:
     """:func:`_homogeneous_numbers` of a column of floats (and NULLs), read off the float64
     array its keys were made from rather than from the Python values once more; None when the
     column is not one of floats, or a NaN leaves it to the general path."""
-    keys = side.lazy_keys[j]
-    parts = keys.floats if isinstance(keys, FloatKeys) else None
+    parts = side.floats_at(j, at)
     if parts is None:
         return None
-    values, nulls = parts
-    approx = values[at]
-    present = None if nulls is None else ~nulls[at]
+    approx, nulls = parts
+    present = None if nulls is None else ~nulls
     found = approx if present is None else approx[present]
-    if np.isnan(found).any():
-        return None
-    fine = _Picked(side.raw[j], at)
-    numbers = _homogeneous(found, float, fine, side.reading[j].approximate)
-    return numbers if present is None else _with_nulls(numbers, present, fine)
+    return _from_floats(found, present, float, _Picked(side.raw[j], at),
+                        side.reading[j].approximate)
 
 
 class _Picked(Sequence[Any]):
@@ -147,17 +141,24 @@ def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbe
         found = np.fromiter(map(float, numbers), dtype=np.float64, count=len(numbers))
     except (OverflowError, ValueError):
         return None
+    (kind,) = kinds
+    return _from_floats(found, present, kind, values, approximate)
+
+
+def _from_floats(found: np.ndarray, present: np.ndarray | None, kind: type,
+                 values: Sequence[Any], approximate: bool) -> _Numbers | None:
+    """:class:`_Numbers` of ``values``, numbers of type ``kind`` read as the floats ``found``
+    and, where ``present`` is False, NULLs; None when a NaN leaves them to the general path."""
     if np.isnan(found).any():
         return None
-    (kind,) = kinds
-    if present is not None:
-        return _with_nulls(_homogeneous(found, kind, numbers, approximate), present, values)
-    return _homogeneous(found, kind, values, approximate)
+    numbers = _homogeneous(found, kind, values, approximate)
+    return numbers if present is None else _with_nulls(numbers, present, values)
 
 
 def _homogeneous(approx: np.ndarray, kind: type, values: Sequence[Any],
                 approximate: bool) -> _Numbers:
-    """:class:`_Numbers` of ``values``, all numbers of type ``kind``, read as floats ``approx``."""
+    """:class:`_Numbers` of numbers of type ``kind`` read as the floats ``approx``, ``values``
+    kept as their fine values."""
     if kind is int:
         exact = np.ones(approx.size, dtype=bool)
     elif kind is Decimal:

@@ -24,17 +24,16 @@ from typing import Any
 import numpy as np
 
 from polysql.core.columnar import values_at
-from polysql.normalizers.hashing import NULL_INT, group_order, row_hashes
+from polysql.normalizers.hashing import group_order, row_hashes
 from polysql.normalizers.rows import side_difference
 from polysql.normalizers.side import Side
-from polysql.normalizers.values import FloatKeys, NoneType, as_float, column_types
+from polysql.normalizers.values import as_float, column_types
 
 #: relative difference up to which differing numbers count as drift rather than a wrong number
 DRIFT_RELATIVE = 0.01
 
 SHAPES = ("columns", "row_count", "order", "numeric_drift", "numbers", "values")
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float, Decimal})
-_INTS: frozenset[type] = frozenset({int, NoneType})
 
 
 def _is_number(value: Any) -> bool:
@@ -57,18 +56,11 @@ def _floats(values: list[Any]) -> np.ndarray:
 def _numbers_at(side: Side, j: int, rows: list[int], at: np.ndarray) -> np.ndarray | None:
     """Column ``j``'s values at ``rows`` (``at``, as an array) as float64 when every one is a
     number, else None. A column of floats, or of ints hashed as themselves, is read off the
-    arrays the comparison already holds instead of its Python values."""
-    keys = side.lazy_keys[j]
-    floats = keys.floats if isinstance(keys, FloatKeys) else None
-    if floats is not None:  # floats (a NaN is a number here) and NULLs
-        values, nulls = floats
-        return None if nulls is not None and nulls[at].any() else values[at]
-    if side.schemes[j] == "int64" and side.types and side.types[j] <= _INTS:
-        exact = side.hashes[j][at].view(np.int64)
-        # NULL is the most negative int64 where the side holds NULLs (no int is, then)
-        if NoneType in side.types[j] and bool((exact == NULL_INT).any()):
-            return None
-        return exact.astype(np.float64)
+    arrays the comparison already holds instead of its Python values (a NaN is a number here)."""
+    parts = side.floats_at(j, at) or side.ints_at(j, at)
+    if parts is not None:
+        values, nulls = parts
+        return None if nulls is not None else values.astype(np.float64, copy=False)
     values = side.raw_values(j, rows)
     return _floats(values) if _all_numbers(values) else None
 

@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 
 from polysql.core.columnar import RowsColumn, values_at
-from polysql.normalizers.hashing import HashScheme, row_hashes
+from polysql.normalizers.hashing import NULL_INT, HashScheme, row_hashes
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import Reading, fine_value, materialize
+from polysql.normalizers.values import FloatKeys, NoneType, Reading, fine_value, materialize
 
 FineRow = Callable[[int], tuple[Any, ...]]
 #: schemes of columns that hold no approximate numbers (ints compare exactly with ints)
 EXACT_SCHEMES = frozenset({"int64", "strong"})
+_INTS: frozenset[type] = frozenset({int, NoneType})
 
 
 @dataclass(slots=True)
@@ -58,6 +59,30 @@ class Side:
     def raw_values(self, j: int, rows: Sequence[int]) -> list[Any]:
         """Column ``j``'s raw values at ``rows`` (see :func:`values_at`)."""
         return values_at(self.raw[j], rows)
+
+    def floats_at(self, j: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """Column ``j``'s own float values at the rows ``at`` (NULL slots hold NaN) and where
+        they are NULL (None: nowhere), read off the array its keys were made from; None when
+        the column is not one of floats and NULLs."""
+        keys = self.lazy_keys[j]
+        parts = keys.floats if isinstance(keys, FloatKeys) else None
+        if parts is None:
+            return None
+        values, nulls = parts
+        picked = None if nulls is None else nulls[at]
+        return values[at], picked if picked is not None and picked.any() else None
+
+    def ints_at(self, j: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """Column ``j``'s ints at the rows ``at`` and where they are NULL (None: nowhere), read
+        off its int64 hashes; None unless the column holds only ints (no bools) and NULLs."""
+        if self.schemes[j] != "int64" or not self.types or not self.types[j] <= _INTS:
+            return None
+        values = self.hashes[j][at].view(np.int64)
+        if NoneType not in self.types[j]:
+            return values, None
+        # NULL hashes to the most negative int64, which no int of a column with NULLs is
+        nulls = values == NULL_INT
+        return values, nulls if nulls.any() else None
 
     def row_hashes(self) -> np.ndarray:
         if self._row_hashes is None:

@@ -12,6 +12,7 @@ from polysql import Result, compare
 from polysql.backends.base import Backend
 from polysql.normalizers import residue
 from polysql.normalizers.policy import DEFAULT_POLICY
+from polysql.normalizers.side import Side
 from polysql.normalizers.values import PLAIN_READING, column_keys
 
 
@@ -116,6 +117,8 @@ def test_right_keys_with_wrong_numbers_are_rejected_without_the_general_pass(mon
 def test_float_columns_with_nulls_read_as_the_general_path_reads_them(monkeypatch) -> None:
     """The float-array and homogeneous readings of a column give the general path's numbers."""
     class Column:  # the things _numbers asks of a Side
+        floats_at = Side.floats_at
+
         def __init__(self, values: list) -> None:
             self.raw = [values]
             self.lazy_keys = [column_keys(values, DEFAULT_POLICY)]
@@ -151,6 +154,8 @@ def test_float_columns_read_from_their_key_arrays() -> None:
     assert column_keys([Decimal("1.5"), Decimal("2")], DEFAULT_POLICY).floats is None  # type: ignore[attr-defined]
 
     class Column:
+        floats_at = Side.floats_at
+
         def __init__(self, values: list) -> None:
             self.raw = [values]
             self.lazy_keys = [column_keys(values, DEFAULT_POLICY)]

@@ -5,6 +5,7 @@ reloads, and a million-row table."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import sqlite3
 import threading
 import time
@@ -20,6 +21,7 @@ from polysql_testkit import mysql_fixtures
 from sqlalchemy.engine import URL
 
 from polysql.backends.base import Backend
+from polysql.backends.mysql import load as load_module
 from polysql.backends.mysql.backend import MySQLBackend
 from polysql.backends.sqlite.backend import SQLiteBackend
 from polysql.core.errors import ConfigError, LoadError
@@ -280,6 +282,46 @@ def test_foreign_keys_get_the_indexes_innodb_would_give_them(loader: fx.Loader,
     assert sorted(constraints.values()) == ["sitter", "vet"]
     vet_key = next(name for name, column in constraints.items() if column == "vet")
     assert indexes == {"PRIMARY": ["id"], "pets_sitter": ["sitter", "id"], vet_key: ["vet"]}
+
+
+ALL_OWNED = """
+CREATE TABLE owners (id INTEGER PRIMARY KEY, name TEXT);
+INSERT INTO owners VALUES (1, 'a'), (2, 'b'), (3, 'c');
+CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INTEGER REFERENCES owners(id),
+                   vet INTEGER REFERENCES owners, sitter INTEGER REFERENCES owners(id));
+INSERT INTO pets VALUES (1, 1, 2, 1), (2, 3, NULL, 2), (3, 2, 1, NULL);
+"""
+
+
+def test_a_refused_child_index_leaves_the_others(loader: fx.Loader, make_sqlite: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child indexes of a table are added by one statement; when the server refuses it (here
+    a source index already holds the name the second key's index would get), each is added on
+    its own, so only the refused one is left to the constraint (which meets the same refusal
+    and is reported)."""
+    built: dict[str, dict[int, str]] = {}
+    add_keys = load_module.add_foreign_keys
+
+    def seen_before_keys(conn: Any, database: str, plans: list[Any]) -> Any:
+        built.update({plan.name: dict(plan.child_indexes) for plan in plans})
+        return add_keys(conn, database, plans)
+
+    monkeypatch.setattr(load_module, "add_foreign_keys", seen_before_keys)
+    taken = "fk_" + hashlib.sha256(b"pets").hexdigest()[:12] + "_2"
+    url, report = loader(make_sqlite(ALL_OWNED + f"CREATE INDEX {taken} ON pets (id, owner);"))
+    # SQLite lists the keys last first: 1 is sitter, 2 vet (its index name is taken), 3 owner
+    prefix = taken[:-1]
+    assert built["pets"] == {1: prefix + "1", 3: prefix + "3"}
+    indexes: dict[str, list[str]] = {}
+    for name, column in admin_rows(url, "SELECT INDEX_NAME, COLUMN_NAME FROM "
+                                        "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
+                                        "AND TABLE_NAME = 'pets' ORDER BY INDEX_NAME, "
+                                        "SEQ_IN_INDEX", (url.database,)):
+        indexes.setdefault(name, []).append(column)
+    assert indexes == {"PRIMARY": ["id"], taken: ["id", "owner"], prefix + "1": ["sitter"],
+                       prefix + "3": ["owner"]}
+    assert [(c.table, c.column) for c in report.coercions] == [("pets", "vet")]
+    assert "Duplicate key name" in report.coercions[0].message
 
 
 UNUSUAL_KEYS = """

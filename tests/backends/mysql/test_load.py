@@ -261,6 +261,17 @@ def test_integer_foreign_keys_are_checked_from_the_spooled_values(loader: fx.Loa
         (("sitter",), "owners"), (("vet",), "owners")]
 
 
+def pet_indexes(url: URL) -> dict[str, list[str]]:
+    """Each index of the loaded ``pets`` table: its columns in key order."""
+    indexes: dict[str, list[str]] = {}
+    for name, column in admin_rows(url, "SELECT INDEX_NAME, COLUMN_NAME FROM "
+                                        "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
+                                        "AND TABLE_NAME = 'pets' ORDER BY INDEX_NAME, "
+                                        "SEQ_IN_INDEX", (url.database,)):
+        indexes.setdefault(name, []).append(column)
+    return indexes
+
+
 def test_foreign_keys_get_the_indexes_innodb_would_give_them(loader: fx.Loader,
                                                              make_sqlite: Any) -> None:
     """Child-side indexes are built right after each table's fill: a key that is created keeps
@@ -269,12 +280,7 @@ def test_foreign_keys_get_the_indexes_innodb_would_give_them(loader: fx.Loader,
     source = INTEGER_KEYS + "CREATE INDEX pets_sitter ON pets (sitter, id);"
     url, report = loader(make_sqlite(source))
     assert [(c.table, c.column) for c in report.coercions] == [("pets", "owner")]
-    indexes: dict[str, list[str]] = {}
-    for name, column in admin_rows(url, "SELECT INDEX_NAME, COLUMN_NAME FROM "
-                                        "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
-                                        "AND TABLE_NAME = 'pets' ORDER BY INDEX_NAME, "
-                                        "SEQ_IN_INDEX", (url.database,)):
-        indexes.setdefault(name, []).append(column)
+    indexes = pet_indexes(url)
     constraints = dict(admin_rows(url, "SELECT CONSTRAINT_NAME, COLUMN_NAME FROM "
                                        "information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
                                        "AND TABLE_NAME = 'pets' AND REFERENCED_TABLE_NAME IS NOT NULL",
@@ -312,12 +318,7 @@ def test_a_refused_child_index_leaves_the_others(loader: fx.Loader, make_sqlite:
     # SQLite lists the keys last first: 1 is sitter, 2 vet (its index name is taken), 3 owner
     prefix = taken[:-1]
     assert built["pets"] == {1: prefix + "1", 3: prefix + "3"}
-    indexes: dict[str, list[str]] = {}
-    for name, column in admin_rows(url, "SELECT INDEX_NAME, COLUMN_NAME FROM "
-                                        "information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
-                                        "AND TABLE_NAME = 'pets' ORDER BY INDEX_NAME, "
-                                        "SEQ_IN_INDEX", (url.database,)):
-        indexes.setdefault(name, []).append(column)
+    indexes = pet_indexes(url)
     assert indexes == {"PRIMARY": ["id"], taken: ["id", "owner"], prefix + "1": ["sitter"],
                        prefix + "3": ["owner"]}
     assert [(c.table, c.column) for c in report.coercions] == [("pets", "vet")]

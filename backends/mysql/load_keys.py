@@ -19,6 +19,7 @@ import hashlib
 import pyarrow.compute as pc
 import pymysql
 
+from polysql.backends.mysql.errors import CONNECTION_LOST_CODES, error_code
 from polysql.backends.mysql.load_copy import (
     TablePlan,
     key_list,
@@ -31,6 +32,10 @@ from polysql.backends.mysql.load_copy import (
 from polysql.backends.mysql.setup import quote_ident
 from polysql.backends.mysql.types import Physical
 from polysql.core.schema import Coercion, ForeignKey
+
+# A statement killed (1317 ER_QUERY_INTERRUPTED: the load is being cancelled) or cut off with its
+# connection: not a refusal of the statement itself.
+_STOPPED = CONNECTION_LOST_CODES | {1317}
 
 
 def _kept_orphans(child: TablePlan, parent: TablePlan, fk: ForeignKey,
@@ -140,11 +145,15 @@ def prepare_child_indexes(conn: pymysql.connections.Connection, database: str,
 
 
 def _altered(conn: pymysql.connections.Connection, table: str, clauses: list[str]) -> bool:
-    """Whether ``ALTER TABLE table clauses`` succeeded."""
+    """Whether ``ALTER TABLE table clauses`` succeeded; False when the server refused it. A
+    statement that was stopped (the load is being cancelled) or lost its connection raises:
+    trying again, index by index, would only delay the stop."""
     try:
         with conn.cursor() as cur:
             cur.execute(f"ALTER TABLE {table} {', '.join(clauses)}")
-    except pymysql.err.MySQLError:
+    except pymysql.err.MySQLError as exc:
+        if error_code(exc) in _STOPPED:
+            raise
         return False
     return True
 

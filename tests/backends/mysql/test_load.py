@@ -4,11 +4,13 @@ reloads, and a million-row table."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +24,7 @@ from sqlalchemy.engine import URL
 
 from polysql.backends.base import Backend
 from polysql.backends.mysql import load as load_module
+from polysql.backends.mysql import load_keys
 from polysql.backends.mysql.backend import MySQLBackend
 from polysql.backends.sqlite.backend import SQLiteBackend
 from polysql.core.errors import ConfigError, LoadError
@@ -323,6 +326,52 @@ def test_a_refused_child_index_leaves_the_others(loader: fx.Loader, make_sqlite:
                        prefix + "3": ["owner"]}
     assert [(c.table, c.column) for c in report.coercions] == [("pets", "vet")]
     assert "Duplicate key name" in report.coercions[0].message
+
+
+def test_a_stopped_index_build_is_not_retried(admin_url: URL) -> None:
+    """A refused ALTER TABLE falls back to one index at a time; a killed one (the load is being
+    cancelled) raises at once instead. The ALTER waits on a table lock, so the kill is sure to
+    land while it runs."""
+    database = f"polysql_test_stop_{uuid.uuid4().hex[:8]}"
+    setup, holder, builder = (fx.admin_connection(admin_url) for _ in range(3))
+    table = f"`{database}`.`t`"
+    try:
+        with setup.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{database}`")
+            cur.execute(f"CREATE TABLE {table} (a INT, b INT)")
+        assert not load_keys._altered(builder, table, ["ADD INDEX i (missing)"])  # refused
+        with holder.cursor() as cur:
+            cur.execute(f"LOCK TABLES {table} WRITE")
+        failure: list[BaseException] = []
+
+        def build() -> None:
+            try:
+                load_keys._altered(builder, table, ["ADD INDEX i (a)", "ADD INDEX j (b)"])
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                failure.append(exc)
+
+        worker = threading.Thread(target=build)
+        worker.start()
+        deadline = time.monotonic() + 10
+        with setup.cursor() as cur:
+            while time.monotonic() < deadline:
+                cur.execute("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = %s",
+                            (builder.thread_id(),))
+                if "lock" in str(cur.fetchone()).lower():
+                    break
+                time.sleep(0.02)
+            cur.execute(f"KILL QUERY {int(builder.thread_id())}")
+        worker.join(10)
+        assert not worker.is_alive()
+        assert len(failure) == 1 and isinstance(failure[0], pymysql.err.MySQLError)
+        assert failure[0].args[0] == 1317
+    finally:
+        with contextlib.suppress(pymysql.err.MySQLError), holder.cursor() as cur:
+            cur.execute("UNLOCK TABLES")
+        with setup.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        for conn in (setup, holder, builder):
+            conn.close()
 
 
 UNUSUAL_KEYS = """

@@ -109,8 +109,7 @@ def _read_ahead(path: Path, table: Table, scanned: ColumnarScan,
     for index, (column, column_stats) in enumerate(zip(table.columns, stats, strict=True)):
         if scanned.stats[index] is None:  # measured apart: its values here may be converted
             continue
-        values = from_scan(scanned.values.column(index), column, column_stats,
-                           printed=scanned.printed.get(index))
+        values = from_scan(scanned.values.column(index), column, column_stats)
         if values is not None:
             known[column.name] = values
     if not known or len(known) == len(table.columns):

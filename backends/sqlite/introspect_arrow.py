@@ -14,10 +14,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polysql.backends._common.arrow import arrow_schema, arrow_type, number_scalar
+from polysql.backends._common.arrow import (
+    arrow_schema,
+    arrow_type,
+    number_scalar,
+    primitive_values,
+    valid_mask,
+)
 from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
 from polysql.backends.sqlite.types import ColumnStats, quote_ident
@@ -27,6 +34,9 @@ from polysql.core.schema import Column, Table
 # whose leading values are NULL is typed by real values more often (otherwise: the slow path).
 _BATCH_ROWS = 65_536
 _EXACT_FLOAT_INT = 2**53
+# Significant digits SQLite prints a real with (CAST AS TEXT), and within which a decimal is
+# told apart from its neighbours by its double.
+_MOST_EXACT_DIGITS = 15
 
 # How each logical type may arrive from the SELECT before the cast to its Arrow type; ``null``
 # is a column the driver saw only NULLs in.
@@ -89,19 +99,17 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats, *,
-              printed: pa.ChunkedArray | None = None) -> pa.ChunkedArray | None:
+def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats) -> pa.ChunkedArray | None:
     """``column`` as :func:`read_table` would give it, from the stored values the columnar type
     scan read (one storage class, or integers beside reals read as doubles), or None when only
-    a read with the column's own SELECT expression gives it exactly: decimals (SQLite prints
-    them) unless the scan read them ``printed`` that way, and numbers or blobs in a text column
-    and the like."""
+    a read with the column's own SELECT expression gives it exactly: decimals that are not
+    exactly their double's shortest form (see :func:`_decimals_from_doubles`), numbers or blobs
+    in a text column and the like."""
     kind, target = column.type.kind, arrow_type(column.type)
     if stats.non_null == 0:
         return pa.chunked_array([pa.nulls(len(values), target)], type=target)
     if kind == "decimal":
-        # the row reader's own expression for a decimal, CAST AS TEXT, read in the scan's pass
-        return None if printed is None else _column(printed, kind, target)
+        return _decimals_from_doubles(values, target)
     # Integers may have been read as doubles (beside reals, or in an undeclared column): the
     # scan read them so only when each fits a double exactly.
     numbers = (pa.int64(), pa.float64())
@@ -119,6 +127,47 @@ def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats, *,
         return values if values.type == target else values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def _decimals_from_doubles(values: pa.ChunkedArray,
+                           target: pa.Decimal128Type) -> pa.ChunkedArray | None:
+    """The decimals the row reader makes of these doubles, or None where that takes SQLite.
+
+    The row reader parses the text SQLite prints for a number, CAST AS TEXT: an integer whole,
+    a real rounded to 15 significant digits. When a decimal D of at most 15 significant digits
+    at the target scale converts back to exactly the stored double, D is the only such decimal
+    that does (15-digit decimals lie further apart than the double's rounding), so it is what
+    SQLite prints; and an integer below 10**15 is its own double. Both hold when the unscaled
+    integer u = round(x * 10**scale) stays below 10**15 (also below 2**53, so u / 10**scale is
+    one correctly rounded division) and that division gives x back. Any value where it does not
+    hold (more digits, a scale above 15, an integer beyond 2**53 read as a double, infinity)
+    leaves the whole column to the row reader's expression; printing every value in SQLite
+    costs the scan about a third more.
+    """
+    precision, scale = target.precision, target.scale
+    if values.type != pa.float64() or not 0 <= scale <= _MOST_EXACT_DIGITS:
+        return None
+    limit = 10.0 ** min(precision, _MOST_EXACT_DIGITS)
+    power = 10.0 ** scale
+    chunks = []
+    for chunk in values.chunks:
+        doubles = primitive_values(chunk, np.float64)
+        valid = valid_mask(chunk)
+        with np.errstate(invalid="ignore", over="ignore"):
+            unscaled = np.rint(doubles * power)
+            exact = (np.abs(unscaled) < limit) & (unscaled / power == doubles)
+        if not exact[valid].all():
+            return None
+        # decimal128: the unscaled integer as 128-bit two's complement, low word first; laid
+        # out from the chunk's offset so its validity bitmap serves as it is
+        words = np.zeros((chunk.offset + len(chunk), 2), "<i8")
+        low = np.where(valid, unscaled, 0).astype("<i8")
+        words[chunk.offset:, 0] = low
+        words[chunk.offset:, 1] = low >> 63
+        chunks.append(pa.Array.from_buffers(target, len(chunk),
+                                            [chunk.buffers()[0], pa.py_buffer(words)],
+                                            null_count=chunk.null_count, offset=chunk.offset))
+    return pa.chunked_array(chunks, type=target)
 
 
 def complete_table(path: Path, table: Table, known: dict[str, pa.ChunkedArray]) -> pa.Table | None:

@@ -21,7 +21,7 @@ the driver cannot read at all is answered None as a whole.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -65,9 +65,6 @@ class ColumnarScan:
     # the caller measures it with the aggregate scan, and its values here are not to be used
     stats: list[ColumnStats | None]
     values: pa.Table  # the stored values, one column per table column (see _select_expression)
-    # Each declared-decimal column as SQLite prints its values (CAST AS TEXT), by column index:
-    # what a load reads for a decimal, taken in the same pass instead of a second read.
-    printed: dict[int, pa.ChunkedArray] = field(default_factory=dict)
 
 
 class _NotExact(Exception):
@@ -294,22 +291,18 @@ def _coded(declared: list[Declared], as_doubles: set[str | None]) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class _Fetched:
-    """One columnar read: the values, then the packed class codes of the ``coded`` columns,
-    then the printed text of the ``printed`` columns."""
+    """One columnar read: the values, then the packed class codes of the ``coded`` columns."""
 
     table: pa.Table
     coded: list[int]
-    printed: list[int]
 
 
 def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *,
            as_doubles: set[str | None]) -> _Fetched | None:
     coded = _coded(declared, as_doubles)
-    printed = [index for index, dec in enumerate(declared) if dec.family == "decimal"]
     select = ", ".join([*(_select_expression(n, d, as_doubles=d.family in as_doubles)
                           for n, d in zip(names, declared, strict=True)),
-                        *_class_code_columns([names[i] for i in coded]),
-                        *(f"CAST({quote_ident(names[i])} AS TEXT)" for i in printed)])
+                        *_class_code_columns([names[i] for i in coded])])
     try:
         # NOT INDEXED: the table's own order, as the row reader reads it (see
         # introspect_arrow.complete_table)
@@ -317,7 +310,7 @@ def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *
                              batch_rows=_BATCH_ROWS)
     except Exception:  # noqa: BLE001 - no driver, or a driver failure (a real after integers...)
         return None
-    return _Fetched(fetched, coded, printed)
+    return _Fetched(fetched, coded)
 
 
 def _class_codes(fetched: pa.Table, width: int, coded: list[int]) -> list[np.ndarray | None] | None:
@@ -374,6 +367,4 @@ def scan_table_columnar(path: Path, table: str,
                 stats.append(None)
     finally:
         probe.close()
-    texts = values.columns[len(values.columns) - len(fetched.printed):]
-    return ColumnarScan(values.num_rows, stats, values.select(list(range(len(names)))),
-                        dict(zip(fetched.printed, texts, strict=True)))
+    return ColumnarScan(values.num_rows, stats, values.select(list(range(len(names)))))

@@ -8,6 +8,8 @@ where the fast reader cannot match it, it must step aside (answer None), never d
 from __future__ import annotations
 
 import itertools
+import json
+import random
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -84,8 +86,33 @@ def _one_class_per_column(con: sqlite3.Connection) -> None:
         for n in range(300)] + [(None,) * 10])
 
 
+def _decimals(con: sqlite3.Connection) -> None:
+    # made from the doubles the type scan read: money at its declared scale, negative too; a
+    # scale SQLite's printing widens (0.125); integers beside reals; 15 digits. Read apart, as
+    # SQLite prints it: 16 digits (an integer past what a double tells apart from its
+    # neighbours)
+    con.execute("CREATE TABLE t (money NUMERIC(12,2), fine DECIMAL(10,4), wide NUMERIC(18,2), "
+                "huge NUMERIC(20,0))")
+    rows: list[tuple[Any, ...]] = [
+        (round((n * 37 % 100_001) / 100 - 400, 2), round((n * 13 % 20_000) / 10_000, 4),
+         1234567890123.45 if n % 2 else -n, 10**15 + n)
+        for n in range(2_000)]
+    rows += [(-0.0, 0.0001, None, None), (0.125, 3, 0, -(10**15)), (None,) * 4]
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+
+
+def _decimals_of_arithmetic(con: sqlite3.Connection) -> None:
+    # doubles that are not their printed decimals (0.1 * 3 prints 0.3), and tiny ones SQLite
+    # prints with an exponent: left to SQLite's printing
+    con.execute("CREATE TABLE t (computed NUMERIC, tiny NUMERIC)")
+    con.executemany("INSERT INTO t VALUES (?, ?)",
+                    [(n * 0.1, n * 1e-10) for n in range(2_000)] + [(7, -1e-10), (None, None)])
+
+
 CASES: dict[str, Build] = {
     "one_class_per_column": _one_class_per_column,
+    "decimals": _decimals,
+    "decimals_of_arithmetic": _decimals_of_arithmetic,
     "all_types": _all_types,
     "leading_nulls_then_text": _leading_nulls_then_text,
     "blob_in_text": _blob_in_text,
@@ -175,7 +202,7 @@ def _kept_after_scan(path: Path) -> tuple[Table, Any]:
 def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards the single read: after a load's type scan the whole table is kept -- the columns
-    the scan read, decimals as SQLite printed them in that same pass, and only the column that
+    the scan read, decimals made from the doubles that read holds, and only the column that
     needs the row reader's own expression read beside it on the scan's thread -- and it is what
     the row reader reads."""
     path = _make(tmp_path / "src.sqlite", _one_class_per_column)
@@ -328,3 +355,25 @@ def test_loads_share_one_type_scan_and_a_schema_lookup_hashes_nothing(
     with polysql.connect(f"sqlite:///{path}") as source:
         source.tables()
     assert (len(scans), hashed) == (2, [])
+
+
+def test_decimals_from_doubles_are_what_sqlite_prints(tmp_path: Path) -> None:
+    """Every decimal made from a double is the one SQLite's own text of that double parses to,
+    and a value with more digits than a double tells apart is left to SQLite (None)."""
+    rng = random.Random(11)
+    doubles = [round(rng.uniform(-1, 1) * 10 ** rng.randint(0, 13), rng.randint(0, 2))
+               for _ in range(20_000)]
+    doubles += [0.0, -0.0, 9999999999999.99, -9999999999999.99, 0.01, 1e12]
+    con = sqlite3.connect(":memory:")
+    printed = [text for (text,) in con.execute(
+        "SELECT CAST(value AS TEXT) FROM json_each(?)", (json.dumps(doubles),))]
+    con.close()
+    target = pa.decimal128(18, 2)
+    made = introspect_arrow._decimals_from_doubles(
+        pa.chunked_array([pa.array(doubles[:9_000]), pa.array(doubles[9_000:]).slice(3)]), target)
+    assert made is not None
+    assert made.to_pylist() == pa.array(printed[:9_000] + printed[9_003:]).cast(target).to_pylist()
+    for unclear in (0.1 + 0.2, 1234567890.123456, 4503599627370495.0, float(2**53 + 2),
+                    float("inf"), 0.125):
+        assert introspect_arrow._decimals_from_doubles(pa.chunked_array([pa.array([1.5, unclear])]),
+                                                       target) is None

@@ -62,8 +62,9 @@ MIXED_CASE_TYPES = ["bigint", "decimal(12,3)", "double", "string", "binary", "da
                     "timestamp_ntz", "boolean", "bigint"]
 SLOW_QUERY = "SELECT count(*) FROM range(1000000) a CROSS JOIN range(1000000) b"
 # Seconds of work inside each of two rows, one per task slot of local[2]: Spark checks for a
-# cancel only between rows, so its tasks run on for seconds after the statement is cancelled.
-UNSTOPPABLE_QUERY = ("SELECT sum(aggregate(sequence(1, 75000 + CAST(id * 0 AS INT)), 0L, "
+# cancel only between rows, so its tasks run on for seconds after the statement is cancelled
+# (about 10 s on a quiet 2-core machine, 28 s on a slow one).
+UNSTOPPABLE_QUERY = ("SELECT sum(aggregate(sequence(1, 25000 + CAST(id * 0 AS INT)), 0L, "
                      "(a, x) -> a + aggregate(sequence(1, 25000), 0L, (b, y) -> b + y))) "
                      "FROM range(0, 2, 1, 2)")
 
@@ -507,9 +508,15 @@ def _stuck_statement(backend: Any) -> Result:
     return stuck
 
 
-def test_statement_after_an_unstoppable_one_waits_for_a_free_slot(backend: Any) -> None:
+def test_statement_after_an_unstoppable_one_waits_for_a_free_slot(
+        backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cancelled statement whose tasks run on must not make the next, cheap statement time
-    out: that would count the engine's backlog as the model's timeout."""
+    out: that would count the engine's backlog as the model's timeout. (The wait is widened past
+    the production 60 s: how long the stuck tasks run on depends on the machine, and what is
+    tested is that the statement waits for them, not the limit.)"""
+    from polysql.backends.spark import execute_settle as settle
+
+    monkeypatch.setattr(settle, "SETTLE_WAIT", 600.0)
     _wait_for_idle_executors(backend)
     _stuck_statement(backend)
     after = backend.execute("SELECT count(*) FROM `order items`", timeout=1.0)

@@ -102,9 +102,9 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
 def from_scan(values: pa.ChunkedArray, column: Column, stats: ColumnStats) -> pa.ChunkedArray | None:
     """``column`` as :func:`read_table` would give it, from the stored values the columnar type
     scan read (one storage class, or integers beside reals read as doubles), or None when only
-    a read with the column's own SELECT expression gives it exactly: decimals that are not
-    exactly their double's shortest form (see :func:`_decimals_from_doubles`), numbers or blobs
-    in a text column and the like."""
+    a read with the column's own SELECT expression gives it exactly: decimals whose doubles
+    are not exactly a decimal of at most 15 digits at the column's scale (see
+    :func:`_decimals_from_doubles`), numbers or blobs in a text column and the like."""
     kind, target = column.type.kind, arrow_type(column.type)
     if stats.non_null == 0:
         return pa.chunked_array([pa.nulls(len(values), target)], type=target)

@@ -298,6 +298,11 @@ def _alignment_details(alignment: Alignment, pred: ResultColumns) -> dict[str, A
 
 
 def _unalignable_reason(gold: ResultColumns, pred: ResultColumns) -> str:
+    if pred.width == 0 and gold.width:
+        # What a statement that answers nothing gives (MySQL's DO, a SELECT ... INTO where it is
+        # allowed): say so rather than list zero columns to align.
+        return (f"the prediction returned no result set (no columns); gold has "
+                f"{plural(gold.width, 'column')} {gold.names}")
     return (f"columns cannot be aligned: gold has {plural(gold.width, 'column')} {gold.names}, "
             f"predicted {pred.width} {pred.names}; no alignment by name, position or values")
 

@@ -65,8 +65,12 @@ def _statement_kind(root: exp.Expression, sql: str) -> str:
     else:
         words = re.findall(r"[A-Za-z_]+", re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.S))
         kind = words[0].upper() if words else root.key.upper()
-    article = "an" if kind[:1] in "AEIOU" else "a"
-    return f"{article} {kind} statement"
+    return f"{_with_article(kind)} statement"
+
+
+def _with_article(word: str) -> str:
+    """``an INTO``, ``a DELETE``: the indefinite article a reader says before the keyword."""
+    return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word}"
 
 
 def screen(sql: str, dialect: str | None = None) -> str | None:
@@ -87,7 +91,8 @@ def screen(sql: str, dialect: str | None = None) -> str | None:
         return f"only queries may run; this is {_statement_kind(root, sql)}"
     for node in root.walk():
         if isinstance(node, _WRITE_NODES):
-            return f"query contains a {node.key.upper()} that would change data or settings"
+            return (f"query contains {_with_article(node.key.upper())} that would change data "
+                    "or settings")
         name = _function_name(node)
         if name in FORBIDDEN_FUNCTIONS:
             return f"function {name}() reaches files, the network or server settings"

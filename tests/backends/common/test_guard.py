@@ -75,3 +75,14 @@ def test_name_modes() -> None:
                                                        "Free Meal (K-12)", "2nd", "Ärger"]
     with pytest.raises(LoadError, match="maps both"):
         convert_all(["OrderId", "order_id"], "snake", where="table orders")
+
+
+@pytest.mark.parametrize(("sql", "dialect", "reason"), [
+    ("SELECT a INTO new_table FROM t", "postgres", "query contains an INTO"),
+    ("SELECT a INTO @x FROM t LIMIT 1", "mysql", "query contains an INTO"),
+    ("WITH gone AS (DELETE FROM t RETURNING *) SELECT * FROM gone", "postgres",
+     "query contains a DELETE"),
+])
+def test_a_write_inside_a_query_is_named_with_its_article(sql: str, dialect: str,
+                                                          reason: str) -> None:
+    assert screen(sql, dialect) == f"{reason} that would change data or settings"

@@ -16,6 +16,7 @@ from polysql_testkit import mysql_fixtures
 from polysql_testkit.interrupts import sigint_to_main_thread
 from sqlalchemy.engine import URL, make_url
 
+import polysql
 from polysql.backends.mysql.backend import MySQLBackend, evaluation_database_name
 from polysql.backends.mysql.connect import login_from_url
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
@@ -235,6 +236,18 @@ def test_rows_columns_and_engine_types(backend: MySQLBackend) -> None:
     assert str(first[3]) == "2024-01-02" and first[4].microsecond == 500000
     assert first[5] == 0.5 and first[6] is None and first[7] == b"\x00\xff"
     assert result.rows[1][1] == "Bob "  # trailing space kept
+
+
+def test_a_statement_without_a_result_set_is_judged_as_such(backend: MySQLBackend) -> None:
+    """DO evaluates its expressions and returns nothing: the verdict says no result set came
+    back, rather than that zero columns could not be aligned."""
+    gold = backend.execute("SELECT id FROM `Customer`")
+    pred = backend.execute("DO 1")
+    assert pred.ok and pred.columns == [] and pred.rows == []
+    verdict = polysql.compare(gold, pred)
+    assert not verdict.match
+    assert verdict.reason == "the prediction returned no result set (no columns); gold has " \
+        "1 column ['id']"
 
 
 @pytest.mark.parametrize(("sql", "kind", "sqlstate"), [

@@ -70,6 +70,21 @@ def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
     return replaced_nulls(gold.sql, gold.dialect, gold.result.columns, gold.result.rows)
 
 
+def judge_results(gold: Result, pred: Result, *, gold_sql: str | None = None,
+                  ordered: bool | None = None, dialect: str = "sqlite",
+                  gold_widened: Result | None = None, hidden_columns: int = 0,
+                  **policy: Any) -> Verdict:
+    """:func:`~polysql.normalizers.compare.compare` with every rule of :func:`judge` that needs
+    no engine: given ``gold_sql``, an ordered prediction whose NULLs sit where another engine's
+    convention puts them matches when the gold's own rows can be moved that way. What only a
+    re-run could tell stays under the strict rule."""
+    if gold_sql is None:
+        return compare(gold, pred, ordered=ordered, dialect=dialect, gold_widened=gold_widened,
+                       hidden_columns=hidden_columns, **policy)
+    runs = GoldRuns(gold_sql, dialect, gold, gold, hidden_columns, gold_widened)
+    return judge(runs, pred, None, ordered=ordered, **policy)
+
+
 def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = None, *,
           ordered: bool | None = None, **policy: Any) -> Verdict:
     """``compare`` plus the rules that need more gold evidence: an ordered prediction that misses

@@ -22,12 +22,13 @@ __all__ = ["ExecError", "Result", "Verdict", "__version__", "compare", "connect"
 def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, **policy: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold`` under the comparison contract
-    (docs/comparison.md). ``ordered=None`` infers order sensitivity from ``gold_sql``."""
+    (docs/comparison.md). ``ordered=None`` infers order sensitivity from ``gold_sql``, which also
+    lets NULLs sit where the prediction's engine puts them when that needs no re-run of the gold."""
     # imported on first call: every `import polysql.<anything>` runs this file first, so the
     # comparison and loading stacks are not paid for by code that needs neither
-    from polysql.normalizers.compare import compare as _compare
+    from polysql.normalizers.gold import judge_results
 
-    return _compare(gold, pred, gold_sql=gold_sql, ordered=ordered, **policy)
+    return judge_results(gold, pred, gold_sql=gold_sql, ordered=ordered, **policy)
 
 
 def load(source_url: str, target_url: str, **options: Any) -> LoadReport:

@@ -105,3 +105,22 @@ def test_an_output_key_order_is_judged_without_re_running_the_gold(lite: Backend
     runs.clear()
     assert judge(gold, duck.execute(limited), counted).match
     assert runs
+
+
+def test_the_public_compare_moves_the_nulls_where_no_re_run_is_needed(lite: Backend,
+                                                                      duck: Backend) -> None:
+    """``polysql.compare`` has no engine to re-run the gold on, but moving the NULL block of
+    the gold's own rows needs none: it gives the verdict the sweep gives."""
+    import polysql
+
+    sql = "SELECT name, score FROM t ORDER BY score"
+    gold, pred = lite.execute(sql), duck.execute(sql)
+    v = polysql.compare(gold, pred, gold_sql=sql)
+    assert v.match, v.reason
+    assert v.details["null_order"] in ("nulls_largest", "nulls_last")
+    assert "convention" in v.reason
+    assert not polysql.compare(gold, pred, gold_sql=sql, null_order="strict").match
+    assert not polysql.compare(gold, duck.execute(f"{sql} DESC"), gold_sql=sql).match
+    # a LIMIT picks other rows under another convention: only a re-run could tell
+    limited = "SELECT name FROM t ORDER BY score LIMIT 2"
+    assert not polysql.compare(lite.execute(limited), duck.execute(limited), gold_sql=limited).match

@@ -18,7 +18,7 @@ from sqlalchemy.engine import URL, make_url
 
 import polysql
 from polysql.backends.mysql.backend import MySQLBackend, evaluation_database_name
-from polysql.backends.mysql.connect import login_from_url
+from polysql.backends.mysql.connect import login_from_url, open_connection
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.engines.registry import backend_class, connect
 
@@ -95,6 +95,24 @@ def test_bad_urls_are_config_errors() -> None:
         login_from_url(make_url("mysql+mysqldb://root@127.0.0.1/x"))
     with pytest.raises(ConfigError, match="sslmode"):
         login_from_url(make_url("mysql://root@127.0.0.1/x?sslmode=require"))
+
+
+def test_connections_share_one_preferred_tls_context(admin_url: URL) -> None:
+    """PyMySQL tries TLS by default and builds a context for it per connection (most of a
+    local login's time); polysql's connections share one, and still talk to a server without
+    TLS, as this one may be."""
+    login = login_from_url(admin_url)
+    first, second = open_connection(login), open_connection(login)
+    try:
+        assert first.ssl and second.ssl  # "preferred" mode: TLS when the server offers it
+        assert first.ctx is second.ctx
+        for conn in (first, second):
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1")
+                assert cur.fetchone() == (1,)
+    finally:
+        first.close()
+        second.close()
 
 
 def test_version_names_the_product(admin_url: URL) -> None:

@@ -123,13 +123,18 @@ def _written(approx: np.ndarray, exact: np.ndarray, approximate: bool) -> np.nda
 
 def _homogeneous_numbers(values: list[Any], approximate: bool = False) -> _Numbers | None:
     """Vectorized :class:`_Numbers` for a column of only floats, only ints or only Decimals
-    (no NaN), NULLs allowed, else None.
+    (no NaN), NULLs allowed, or of NULLs alone; else None.
 
     An integral Decimal is recognised through its float; a misjudged one can only be treated as
     inexact-looking-exact and fail its check, which sends the pair to the exact general pass.
     """
     types = column_types(values)
     kinds = types - {NoneType}
+    if not kinds:
+        # Every value NULL (a prediction that lost a column's values): none of them a number,
+        # read in numpy time rather than value by value.
+        nothing = _homogeneous(np.zeros(0), float, [], approximate)
+        return _with_nulls(nothing, np.zeros(len(values), dtype=bool), values)
     if len(kinds) != 1 or not kinds <= {float, int, Decimal}:
         return None
     numbers = values

@@ -129,7 +129,8 @@ def test_float_columns_with_nulls_read_as_the_general_path_reads_them(monkeypatc
             return [self.raw[j][i] for i in rows]
 
     for values in ([1.5, None, 2.25, None, 22979.630000000005], [0.1, 2.5e300, -0.0, 7.0],
-                   [1, None, 2**40, None], [Decimal("1.10"), None, Decimal("3")]):
+                   [1, None, 2**40, None], [Decimal("1.10"), None, Decimal("3")],
+                   [None, None, None]):
         side = Column(values)
         for rows in (np.arange(len(values)), np.arange(len(values))[::-1].copy(),
                      np.array([1, len(values) - 1], dtype=np.intp)):

@@ -290,6 +290,9 @@ def _surplus_rows(hashes: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
         found = other_values[at] == run_values
         there[found] = other_lengths[at[found]]
     excess = run_lengths - there
+    if not there.any():
+        # The other side holds none of these hashes (a plainly different result): every row.
+        return np.arange(hashes.size, dtype=np.intp)
     values, counts = run_values[excess > 0], excess[excess > 0]
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)

@@ -94,6 +94,17 @@ def test_large_results_get_the_same_surplus_rows_as_counting(changed: int, disti
     assert pred_rows.tolist() == expected_positions(pred, gold)
 
 
+@pytest.mark.parametrize("distinct", [200_000, 90])
+def test_sides_with_no_hash_in_common_are_all_surplus(distinct: int) -> None:
+    # A plainly different result: every row of both sides, duplicates included, in row order.
+    rng = np.random.default_rng(distinct)
+    gold = mixed_hashes(rng, 60_000, distinct) & ~np.uint64(1)  # even hashes
+    pred = mixed_hashes(rng, 50_000, distinct) | np.uint64(1)  # odd ones
+    gold_rows, pred_rows = surplus_by_hash(gold, pred)
+    assert gold_rows.tolist() == expected_positions(gold, pred) == list(range(60_000))
+    assert pred_rows.tolist() == expected_positions(pred, gold) == list(range(50_000))
+
+
 def test_equal_large_results_have_no_surplus() -> None:
     gold = mixed_hashes(np.random.default_rng(3), 100_000, 50_000)
     gold_rows, pred_rows = surplus_by_hash(gold, np.random.default_rng(4).permutation(gold))

@@ -184,16 +184,20 @@ NULL_CONVENTIONS = (
 )
 
 
-def null_order_variants(sql: str, dialect: str) -> list[tuple[str, str]]:
+@lru_cache(maxsize=4096)
+def null_order_variants(sql: str, dialect: str) -> tuple[tuple[str, str], ...]:
     """The gold SQL with its outermost ORDER BY placing NULLs by each other engine convention
-    (explicit NULLS FIRST/LAST on every key), as (label, sql); empty without an ORDER BY."""
+    (explicit NULLS FIRST/LAST on every key), as (label, sql); empty without an ORDER BY.
+
+    Cached like the parse: every ordered prediction that misses asks it of its gold again, and
+    copying and printing the tree cost more than the parse."""
     query = _parse_outermost(sql, dialect)
     order = query.args.get("order") if query is not None else None
     if not isinstance(order, exp.Order) or not order.expressions:
-        return []
+        return ()
     keys = [o for o in order.expressions if isinstance(o, exp.Ordered)]
     if len(keys) != len(order.expressions):
-        return []
+        return ()
     current = [bool(o.args.get("nulls_first")) for o in keys]
     variants = []
     for label, asc_first, desc_first in NULL_CONVENTIONS:
@@ -204,7 +208,7 @@ def null_order_variants(sql: str, dialect: str) -> list[tuple[str, str]]:
         for ordered, first in zip(changed.args["order"].expressions, wanted, strict=True):
             ordered.set("nulls_first", first)
         variants.append((label, changed.sql(dialect=dialect)))
-    return variants
+    return tuple(variants)
 
 
 def replaced_nulls(sql: str, dialect: str, columns: list[str],

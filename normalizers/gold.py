@@ -90,11 +90,13 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
     """``compare`` plus the rules that need more gold evidence: an ordered prediction that misses
     only because its engine sorts NULLs by another convention matches the gold with NULLs placed
     that way (``null_order="either"``) -- its rows moved here when that is exact, otherwise the
-    gold re-run through ``run`` on its engine."""
+    gold re-run through ``run`` on its engine. ``policy``: compare's options, and ``policy=`` a
+    whole ComparePolicy as compare takes it."""
     verdict = compare(gold.compared, pred, ordered=ordered, dialect=gold.dialect,
                       **gold.compare_kwargs(), **policy)
+    options = {key: value for key, value in policy.items() if key != "policy"}
     if (verdict.match or not verdict.details.get("ordered")
-            or resolve_policy(None, policy).null_order != "either"):
+            or resolve_policy(policy.get("policy"), options).null_order != "either"):
         return verdict
     moved = _replaced_nulls(gold)
     for label, variant_sql in null_order_variants(gold.sql, gold.dialect):

@@ -10,6 +10,7 @@ from polysql.backends.base import Backend
 from polysql.core.model import Result, Verdict
 from polysql.normalizers.gold import judge, run_gold
 from polysql.normalizers.ordering import null_order_variants, replaced_nulls
+from polysql.normalizers.policy import ComparePolicy
 
 SETUP = ["CREATE TABLE t (name TEXT, score INTEGER)",
          "INSERT INTO t VALUES ('a', 3), ('b', NULL), ('c', 1), ('d', NULL), ('e', 2)"]
@@ -120,6 +121,9 @@ def test_the_public_compare_moves_the_nulls_where_no_re_run_is_needed(lite: Back
     assert v.details["null_order"] in ("nulls_largest", "nulls_last")
     assert "convention" in v.reason
     assert not polysql.compare(gold, pred, gold_sql=sql, null_order="strict").match
+    assert not polysql.compare(gold, pred, gold_sql=sql,
+                               policy=ComparePolicy(null_order="strict")).match
+    assert polysql.compare(gold, pred, gold_sql=sql, policy=ComparePolicy()).match
     assert not polysql.compare(gold, duck.execute(f"{sql} DESC"), gold_sql=sql).match
     # a LIMIT picks other rows under another convention: only a re-run could tell
     limited = "SELECT name FROM t ORDER BY score LIMIT 2"

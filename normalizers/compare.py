@@ -67,9 +67,14 @@ def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> Com
     return base.with_options(**options) if options else base
 
 
+#: the dialect gold SQL is read in when the caller names none: text-to-SQL data sets write theirs
+#: for SQLite
+GOLD_DIALECT = "sqlite"
+
+
 def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, gold_widened: Result | None = None,
-            dialect: str = "sqlite", policy: ComparePolicy | None = None,
+            dialect: str = GOLD_DIALECT, policy: ComparePolicy | None = None,
             hidden_columns: int = 0, **options: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold``.
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from polysql.core.model import Result, Verdict
-from polysql.normalizers.compare import compare, resolve_policy
+from polysql.normalizers.compare import GOLD_DIALECT, compare, resolve_policy
 from polysql.normalizers.ordering import (
     keyed_order_sql,
     null_order_variants,
@@ -71,7 +71,7 @@ def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
 
 
 def judge_results(gold: Result, pred: Result, *, gold_sql: str | None = None,
-                  ordered: bool | None = None, dialect: str = "sqlite",
+                  ordered: bool | None = None, dialect: str = GOLD_DIALECT,
                   gold_widened: Result | None = None, hidden_columns: int = 0,
                   **policy: Any) -> Verdict:
     """:func:`~polysql.normalizers.compare.compare` with every rule of :func:`judge` that needs

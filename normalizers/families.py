@@ -68,8 +68,8 @@ class Nested:
 
 
 # Engine type names of 32-bit floats (PostgreSQL float4; DuckDB, MySQL and Spark FLOAT;
-# ClickHouse Float32). Engines whose FLOAT is 64 bits (BigQuery, Snowflake) only lose the exact
-# comparison of numbers written out in full there; SQLite's REAL is 64 bits and not listed.
+# ClickHouse Float32). Engines whose FLOAT is 64 bits name it otherwise in results (BigQuery
+# FLOAT64, Snowflake DOUBLE); SQLite's REAL is 64 bits and not listed.
 _FLOAT32_TYPES = frozenset({"float4", "float", "float32"})
 
 

@@ -87,7 +87,11 @@ def logical_type(data_type: str, precision: int | None, scale: int | None) -> Co
 
 def result_type_name(type_name: str, precision: int | None, scale: int | None) -> str:
     """The name a result column's type gets in ``Result.types``: Snowflake's SQL spelling of the
-    connector's type (``FIXED`` is NUMBER(p,s), ``TEXT`` is VARCHAR, ``REAL`` is FLOAT)."""
+    connector's type (``FIXED`` is NUMBER(p,s), ``TEXT`` is VARCHAR, ``REAL`` is DOUBLE).
+
+    Every Snowflake float is 64 bits, whatever it was declared as; it is named DOUBLE because
+    elsewhere (DuckDB, MySQL, Spark) a bare FLOAT is 32 bits, and the comparison reads a column
+    of that name with a 32-bit float's precision."""
     if type_name == "FIXED":
         return f"NUMBER({precision},{scale or 0})" if precision is not None else "NUMBER"
-    return {"TEXT": "VARCHAR", "REAL": "FLOAT"}.get(type_name, type_name)
+    return {"TEXT": "VARCHAR", "REAL": "DOUBLE"}.get(type_name, type_name)

@@ -235,11 +235,26 @@ def test_every_type_round_trips_exactly(typed: URL) -> None:
     with SnowflakeBackend.connect(typed) as backend:
         result = backend.execute('SELECT * FROM "Typed Values" ORDER BY "id"')
     assert result.ok, result.error
-    assert result.types == ["NUMBER(38,0)", "NUMBER(38,0)", "FLOAT", "NUMBER(12,4)", "VARCHAR",
+    assert result.types == ["NUMBER(38,0)", "NUMBER(38,0)", "DOUBLE", "NUMBER(12,4)", "VARCHAR",
                             "BINARY", "DATE", "TIMESTAMP_NTZ", "BOOLEAN"]
     for found, wanted in zip(result.rows, _expected_typed(), strict=True):
         mismatched = [(f, w) for f, w in zip(found, wanted, strict=True) if not _same(f, w)]
         assert not mismatched, (wanted[0], mismatched)
+
+
+def test_a_float_result_is_compared_as_the_64_bit_number_it_is(reader: SnowflakeBackend) -> None:
+    """Snowflake's FLOAT is 64 bits: two short decimals 4e-6 apart stay different answers, as
+    they would from any other engine's DOUBLE (a 32-bit reading would let them match)."""
+    import polysql
+
+    gold = sqlite3.connect(":memory:")
+    gold_result = polysql.Result(["x"], [tuple(r) for r in gold.execute("SELECT 2.5")])
+    near = reader.execute("SELECT CAST(2.50001 AS FLOAT) AS x")
+    same = reader.execute("SELECT CAST(2.5 AS FLOAT) AS x")
+    assert near.ok and same.ok, (near.error, same.error)
+    assert near.types == ["DOUBLE"]
+    assert not polysql.compare(gold_result, near).match
+    assert polysql.compare(gold_result, same).match
 
 
 def test_tables_are_described_with_their_types_and_key(typed: URL) -> None:

@@ -34,7 +34,7 @@ from polysql.backends.duckdb.connect import CONFIG_OPTIONS, database_path, open_
 from polysql.backends.duckdb.execute import run_statement
 from polysql.backends.duckdb.introspect import introspect, read_batches
 from polysql.backends.duckdb.load import load_into_duckdb
-from polysql.backends.duckdb.screen import SAFE_CONFIG, refusal
+from polysql.backends.duckdb.screen import SAFE_CONFIG, screen
 from polysql.backends.duckdb.setup import build_from_script
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.core.model import Result
@@ -102,13 +102,13 @@ class DuckDBBackend(Backend):
             except EngineUnavailableError as exc:
                 return Result.failed("unavailable", str(exc), engine=self.name)
             started = time.perf_counter()
-            refused = refusal(sql, read_only=self.read_only, engine=self.name)
-            if refused is not None:
-                refused.elapsed = time.perf_counter() - started
-                return refused
+            screened = screen(sql, read_only=self.read_only, engine=self.name)
+            if screened.refused is not None:
+                screened.refused.elapsed = time.perf_counter() - started
+                return screened.refused
             return interruptibly(lambda: run_statement(
                 conn, sql, timeout=timeout, max_rows=max_rows, flight=flight, engine=self.name,
-                started=started), flight)
+                started=started, rolled_back=screened.rolled_back), flight)
 
     def cancel(self) -> bool:
         """``DuckDBPyConnection.interrupt()``, as the timeout's timer does."""

@@ -16,6 +16,7 @@ Python rows whatever its length.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import warnings
@@ -91,10 +92,18 @@ def _fetch_arrow(cursor: duckdb.DuckDBPyConnection, head: list[tuple[Any, ...]],
     return ArrowRows(table.slice(0, max_rows)), fetched > max_rows
 
 
+def _roll_back(conn: duckdb.DuckDBPyConnection) -> None:
+    """End the transaction a screened statement ran in, undoing whatever it did; after an error
+    DuckDB may have ended it already."""
+    with contextlib.suppress(duckdb.TransactionException):  # none is active any more
+        conn.execute("ROLLBACK")
+
+
 def run_statement(conn: duckdb.DuckDBPyConnection, sql: str, *, timeout: float, max_rows: int,
-                  flight: Flight, engine: str, started: float) -> Result:
+                  flight: Flight, engine: str, started: float, rolled_back: bool = False) -> Result:
     """Run ``sql`` on ``conn`` (the caller holds the connection's lock); never raises for an
-    error in the statement. ``started``: when the caller began, for ``elapsed``."""
+    error in the statement. ``started``: when the caller began, for ``elapsed``;
+    ``rolled_back``: inside a transaction rolled back once the rows are read."""
     fired = threading.Event()
     running = threading.Lock()  # held while this statement may still be interrupted
 
@@ -113,6 +122,8 @@ def run_statement(conn: duckdb.DuckDBPyConnection, sql: str, *, timeout: float, 
     timer.daemon = True
     timer.start()
     try:
+        if rolled_back:
+            conn.execute("BEGIN TRANSACTION")
         cursor = conn.execute(sql)
         description = cursor.description or []
         rows, truncated = _fetch(cursor, description, max_rows) if description else ([], False)
@@ -132,6 +143,8 @@ def run_statement(conn: duckdb.DuckDBPyConnection, sql: str, *, timeout: float, 
             finished = True
         flight.disarm()
         timer.cancel()
+        if rolled_back:
+            _roll_back(conn)
     if flight.cancelled.is_set():
         return cancelled(engine, time.perf_counter() - started)
     return Result(columns=[d[0] for d in description], rows=rows,  # type: ignore[arg-type]

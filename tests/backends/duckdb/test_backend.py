@@ -132,3 +132,70 @@ def test_explain_analyze_cannot_smuggle_a_write_into_memory() -> None:
         assert result.error is not None and result.error.kind == "forbidden"
         assert backend.execute("SELECT * FROM hacked").error.kind == "runtime"
 
+
+
+_PIVOTED = "(SELECT * FROM (VALUES ('a', 1, 1), ('b', 1, 2), ('a', 2, 3)) AS v(k, y, n))"
+
+
+@pytest.mark.parametrize("sql", [
+    f"PIVOT {_PIVOTED} ON k USING sum(n) ORDER BY y",
+    f"SELECT * FROM (PIVOT {_PIVOTED} ON k USING sum(n)) ORDER BY y",
+    f"WITH p AS (PIVOT {_PIVOTED} ON k USING sum(n)) SELECT * FROM p ORDER BY y",
+    f"-- the 'delete' column stays\n(FROM (PIVOT {_PIVOTED} ON k USING sum(n)) SELECT *) "
+    "ORDER BY \"y\""])
+def test_a_pivot_without_an_in_list_runs_and_leaves_nothing_behind(sql: str,
+                                                                   tmp_path: Path) -> None:
+    """DuckDB runs such a PIVOT as several statements (it first creates an ENUM of the pivoted
+    values); it is a query all the same and must not be refused as a write."""
+    path = tmp_path / "p.duckdb"
+    duckdb.connect(str(path)).close()
+    for url in ("duckdb://", f"duckdb:///{path}"):
+        with polysql.connect(url) as backend:
+            result = backend.execute(sql)
+            assert result.ok, (url, result.error)
+            assert (result.columns, result.rows) == (["y", "a", "b"], [(1, 1, 2), (2, 3, None)])
+            left = backend.execute("SELECT count(*) FROM duckdb_types() WHERE NOT internal")
+            assert left.rows == [(0,)], url
+            # the connection is out of the statement's transaction: a plain query still runs
+            assert backend.execute("SELECT 1").rows == [(1,)]
+
+
+@pytest.mark.parametrize("sql", [
+    f"CREATE TEMP TABLE hacked AS PIVOT {_PIVOTED} ON k USING sum(n)",
+    f"CREATE TABLE hacked AS SELECT * FROM (PIVOT {_PIVOTED} ON k USING sum(n))",
+    f"WITH p AS (PIVOT {_PIVOTED} ON k USING sum(n)) INSERT INTO hacked SELECT * FROM p",
+    f"WITH p AS (PIVOT {_PIVOTED} ON k USING sum(n)) DELETE FROM hacked USING p"])
+def test_a_write_wrapped_around_such_a_pivot_is_refused(sql: str) -> None:
+    with polysql.connect("duckdb://") as backend:
+        result = backend.execute(sql)
+        assert result.error is not None and result.error.kind == "forbidden", result
+        assert "IN (" in result.error.message
+        assert backend.execute("SELECT * FROM hacked").error.kind == "runtime"
+
+
+def test_a_rolled_back_statement_changes_nothing_even_if_it_writes() -> None:
+    """The second barrier behind the screen for such a PIVOT: whatever the statement does is
+    undone with its transaction."""
+    from polysql.backends._common.cancel import Flight
+    from polysql.backends.duckdb.execute import run_statement
+
+    conn = duckdb.connect()
+    try:
+        result = run_statement(conn, "CREATE TABLE hacked AS SELECT 1 AS a", timeout=10,
+                               max_rows=10, flight=Flight(), engine="duckdb", started=0.0,
+                               rolled_back=True)
+        assert result.ok, result.error
+        assert conn.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'hacked'"
+                            ).fetchall() == [(0,)]
+    finally:
+        conn.close()
+
+
+def test_such_a_pivot_that_times_out_leaves_the_connection_usable() -> None:
+    with polysql.connect("duckdb://", threads=1) as backend:
+        slow = backend.execute(
+            "PIVOT (SELECT range % 3 AS k, range AS y, range AS n FROM range(300000000)) "
+            "ON k USING sum(n)", timeout=0.3)
+        assert slow.error is not None and slow.error.kind == "timeout", slow
+        again = backend.execute(f"PIVOT {_PIVOTED} ON k USING sum(n) ORDER BY y")
+        assert again.rows == [(1, 1, 2), (2, 3, None)], again

@@ -11,7 +11,7 @@ Exit codes (stable, for scripts):
      aside because their inputs changed); its summary says INCOMPLETE
   7  ``compare`` only: the gold query itself failed, so the prediction cannot be judged
   70 internal error (a bug: please report it with the ``--traceback`` output)
-  130 interrupted (Ctrl-C); re-run the same command to resume
+  130 interrupted (Ctrl-C); a sweep or an audit resumes when the same command is re-run
 
 Each command lives in a module of its own (``polysql.cli.<module>``), listed once in
 :data:`COMMANDS`; a command's module is imported only when that command runs or help lists it.
@@ -68,6 +68,19 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Commands whose work is kept record by record, so that running them again picks up where Ctrl-C
+# stopped them. Any other command starts over when run again (or, like `up` and `leaderboard
+# serve`, is stopped by Ctrl-C in the normal way), so it gets no hint.
+RESUMING_COMMANDS = frozenset({"sweep", "audit"})
+
+
+def interrupted_message(command: str | None) -> str:
+    """What Ctrl-C leaves on screen: a resume hint only where re-running does resume."""
+    if command in RESUMING_COMMANDS:
+        return "interrupted; re-run the same command to resume"
+    return "interrupted"
+
+
 def _exit_code(exc: PolysqlError) -> int:
     if isinstance(exc, EngineError):
         return EXIT_ENGINE
@@ -112,7 +125,7 @@ class PolysqlGroup(click.Group):
             console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             ctx.exit(_exit_code(exc))
         except KeyboardInterrupt:
-            console.print("interrupted; re-run the same command to resume")
+            console.print(interrupted_message(ctx.invoked_subcommand))
             ctx.exit(EXIT_INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise

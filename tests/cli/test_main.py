@@ -14,7 +14,13 @@ from click.testing import CliRunner
 
 import polysql.cli as cli_package
 from polysql.backends import catalog
-from polysql.cli.main import COMMANDS, EXIT_CONFIG, main
+from polysql.cli.main import (
+    COMMANDS,
+    EXIT_CONFIG,
+    RESUMING_COMMANDS,
+    interrupted_message,
+    main,
+)
 from polysql.core.errors import ConfigError
 from polysql.datasets.base import Question
 
@@ -78,6 +84,16 @@ def test_exit_codes_and_main_are_importable_from_the_package() -> None:
 # -- --traceback -----------------------------------------------------------------------------------
 
 UNKNOWN_SCHEME = ["compare", "--db", "nosuch://x", "--gold", "SELECT 1", "--pred", "SELECT 1"]
+
+
+def test_only_commands_that_resume_say_so_after_ctrl_c() -> None:
+    """A re-run of sweep or audit skips the records already written; a re-run of compare, load
+    and the rest starts over, so their Ctrl-C message promises nothing."""
+    assert {"sweep", "audit"} == RESUMING_COMMANDS and set(COMMANDS) >= RESUMING_COMMANDS
+    for command in RESUMING_COMMANDS:
+        assert interrupted_message(command) == "interrupted; re-run the same command to resume"
+    for command in [*(set(COMMANDS) - RESUMING_COMMANDS), None]:
+        assert interrupted_message(command) == "interrupted"
 
 
 def test_an_error_is_one_line_without_the_flag() -> None:

@@ -33,8 +33,9 @@ def sigint_to_main_thread(after: float = 0.5) -> Iterator[None]:
         timer.cancel()
 
 
-#: what `polysql compare` prints, and nothing else, when Ctrl-C stops it
-INTERRUPTED = "interrupted; re-run the same command to resume"
+#: what `polysql compare` prints, and nothing else, when Ctrl-C stops it: no resume hint, as a
+#: compare re-run starts over
+INTERRUPTED = "interrupted"
 
 
 def ctrl_c_compare(db_url: str, gold_sql: str, *, after: float) -> tuple[int, str]:

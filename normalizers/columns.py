@@ -40,6 +40,16 @@ class ResultColumns:
         self.zones: list[Zones] = []
 
     @property
+    def rows(self) -> Sequence[Sequence[Any]]:
+        """The result's rows as it holds them (a list of tuples, or ArrowRows)."""
+        return self._rows
+
+    @property
+    def type_names(self) -> list[str]:
+        """The engine's own type name of each column it reports one for."""
+        return self._type_names
+
+    @property
     def raw(self) -> list[Sequence[Any]]:
         if self._raw is None:
             widths = {self.width} if isinstance(self._rows, ArrowRows) and \

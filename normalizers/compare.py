@@ -30,6 +30,7 @@ from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import plural, row_span
 from polysql.normalizers.families import is_float32_type
 from polysql.normalizers.hashing import HashScheme, hash_columns
+from polysql.normalizers.identical import identical_rows
 from polysql.normalizers.ordering import OrderInfo, infer_order, widen_limit
 from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
 from polysql.normalizers.rows import (
@@ -170,7 +171,7 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
     widened = _usable_widened(gold_widened, gold, details)
     widened_cols = ResultColumns(widened, "widened gold", pol) if widened is not None else None
 
-    first_failure: tuple[Alignment, RowOutcome, dict[str, Any], tuple[Side, Side]] | None = None
+    first_failure: tuple[Alignment, RowOutcome, dict[str, Any], tuple[Side, Side] | None] | None = None
     for alignment in _alignments(gold_cols, pred_cols, order, pol):
         outcome, extra, sides = _compare_aligned(gold_cols, pred_cols, widened_cols, alignment,
                                                  order, pol, widened_ties)
@@ -189,6 +190,7 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
         details.update(alignment=None, rule="columns", mismatch="columns")
         return Verdict(False, caveat + _unalignable_reason(gold_cols, pred_cols), details)
     alignment, outcome, extra, sides = first_failure
+    assert sides is not None  # only a match skips building them
     details.update(_alignment_details(alignment, pred_cols), **extra,
                    tolerance_pairs=outcome.tolerance_pairs, rule="rows")
     details.update(_shape_details(*sides, outcome))
@@ -374,9 +376,14 @@ def _sides(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | No
 def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,
                      alignment: Alignment, order: RowOrder, pol: ComparePolicy,
                      widened_ties: list[tuple[Any, ...]] | None = None,
-                     ) -> tuple[RowOutcome, dict[str, Any], tuple[Side, Side]]:
+                     ) -> tuple[RowOutcome, dict[str, Any], tuple[Side, Side] | None]:
     """Compare the rows under one alignment; also returns the gold and predicted Sides built
-    for it (a mismatch's shape is read off them)."""
+    for it (a mismatch's shape is read off them; None for rows equal as they came)."""
+    # With a widened gold, equal rows may still be a tie cut by the LIMIT, which the verdict
+    # details; every other match of equal rows reads as the full comparison would put it.
+    if widened is None and identical_rows(gold, pred, alignment):
+        how = "in the same order" if order.ordered else "as a bag"
+        return RowOutcome(True, f"same {plural(gold.height, 'row')} {how}"), {}, None
     gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)
     outcome, extra = _compare_sides(gold, gold_side, pred_side, widened_side, order, pol,
                                     widened_ties)

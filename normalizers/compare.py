@@ -381,7 +381,7 @@ def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultCo
     for it (a mismatch's shape is read off them; None for rows equal as they came)."""
     # With a widened gold, equal rows may still be a tie cut by the LIMIT, which the verdict
     # details; every other match of equal rows reads as the full comparison would put it.
-    if widened is None and identical_rows(gold, pred, alignment):
+    if widened is None and identical_rows(gold, pred, alignment, ordered=order.ordered):
         how = "in the same order" if order.ordered else "as a bag"
         return RowOutcome(True, f"same {plural(gold.height, 'row')} {how}"), {}, None
     gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)

@@ -1,7 +1,10 @@
-"""Spot the commonest match cheaply: a prediction whose rows equal the gold's, row for row.
+"""Spot the commonest matches cheaply: a prediction whose rows equal the gold's, row for row, or
+(for a small unordered result) the same rows in another order.
 
 Python's own equality of two lists of row tuples runs in C and stops at the first difference, so
-asking costs little whether the answer is yes or no. Where the values are plain scalars it also
+asking costs little whether the answer is yes or no; for a bag of at most
+:data:`SMALL_BAG_ROWS` rows, counting each side's row tuples (a Counter) costs less than the
+keyed comparison would. Where the values are plain scalars it also
 implies the contract's equality: numbers equal exactly (int, float, Decimal and bool alike) are
 equal within any tolerance, equal text stays equal with or without trailing spaces, and NaN
 equals itself only when it is the same object, which the contract (``nan_equals_nan``) allows
@@ -21,11 +24,12 @@ too. What it does not imply is left to the full comparison, which is never skipp
 * a prediction whose columns do not line up one for one with the gold's, and Arrow results.
 
 A yes therefore gives exactly the verdict the full comparison would; a no costs one pass that
-ends at the first differing row.
+ends at the first differing row, or two Counters of a small result.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date, time, timedelta
 from decimal import Decimal
 from uuid import UUID
@@ -34,6 +38,11 @@ from polysql.core.columnar import ArrowRows
 from polysql.normalizers.align import Alignment
 from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.families import type_family
+
+#: rows up to which an unordered result is also tried as a bag of row tuples: Python hashes
+#: them faster than the keyed comparison reads them, and for large results the other way round
+#: (hashing a million Decimals or dates costs seconds)
+SMALL_BAG_ROWS = 10_000
 
 _NUMBERS: frozenset[type] = frozenset({bool, int, float, Decimal})
 _INEXACT: frozenset[type] = frozenset({float, Decimal})
@@ -44,9 +53,11 @@ _SCALARS: frozenset[type] = frozenset({type(None), bool, int, float, Decimal, st
                                        time, timedelta, UUID})
 
 
-def identical_rows(gold: ResultColumns, pred: ResultColumns, alignment: Alignment) -> bool:
-    """Whether ``pred``'s rows equal ``gold``'s in the same order, column for column, in a way
-    that settles the comparison as a match (see the module docstring)."""
+def identical_rows(gold: ResultColumns, pred: ResultColumns, alignment: Alignment, *,
+                   ordered: bool = True) -> bool:
+    """Whether ``pred``'s rows equal ``gold``'s, column for column, in the same order (or, not
+    ``ordered``, as small bags), in a way that settles the comparison as a match (see the
+    module docstring)."""
     policy = gold.policy
     if not (policy.bool_as_int and policy.nan_equals_nan):
         return False
@@ -60,10 +71,11 @@ def identical_rows(gold: ResultColumns, pred: ResultColumns, alignment: Alignmen
     if any(type_family(name) is not None for name in (*gold.type_names, *pred.type_names)):
         return False
     try:
-        if gold_rows != pred_rows:
+        if gold_rows != pred_rows and (ordered or gold.height > SMALL_BAG_ROWS
+                                       or Counter(gold_rows) != Counter(pred_rows)):
             return False
-    except Exception:  # noqa: BLE001 - a value whose comparison raises (a signalling Decimal NaN)
-        return False
+    except Exception:  # noqa: BLE001 - a value that cannot be compared or hashed (a signalling
+        return False   # Decimal NaN, a list inside a row)
     # The value types of each column, as the full comparison reads them first (and keeps: should
     # the answer be no, it does not read them again). Rows of another width than the header
     # raise here, as they would there.

@@ -1,5 +1,6 @@
-"""The shortcut for a prediction whose rows equal the gold's as they came: whenever it answers, its
-verdict is the full comparison's, word for word and detail for detail."""
+"""The shortcut for a prediction whose rows equal the gold's as they came (or, unordered, in
+another order): whenever it answers, its verdict is the full comparison's, word for word and
+detail for detail."""
 
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ def _case(rng: random.Random) -> tuple[Result, Result, dict[str, Any]]:
     gold_rows = [tuple(None if rng.random() < 0.15 else _value(rng.choice(kinds[j]), rng)
                        for j in range(width)) for _ in range(height)]
     pred_rows = [tuple(_twin(v, rng) for v in row) for row in gold_rows]
+    if rng.random() < 0.3:
+        rng.shuffle(pred_rows)  # a bag in another order; an ordered gold decides otherwise
     names = [f"c{j}" for j in range(width)]
     gold_types = [rng.choice(_TYPE_NAMES) or "" for _ in range(width)]
     pred_types = [rng.choice(_TYPE_NAMES) or "" for _ in range(width)]
@@ -95,7 +98,7 @@ def _case(rng: random.Random) -> tuple[Result, Result, dict[str, Any]]:
 def _full(gold: Result, pred: Result, monkeypatch: pytest.MonkeyPatch,
           **options: Any) -> Verdict:
     with monkeypatch.context() as patched:
-        patched.setattr(compare_module, "identical_rows", lambda *_: False)
+        patched.setattr(compare_module, "identical_rows", lambda *_, **__: False)
         return compare(gold, pred, **options)
 
 
@@ -104,9 +107,9 @@ def test_the_shortcut_gives_the_full_comparisons_verdict(monkeypatch: pytest.Mon
     taken = 0
     original = identical.identical_rows
 
-    def counting(*args: Any) -> bool:
+    def counting(*args: Any, **options: Any) -> bool:
         nonlocal taken
-        answer = original(*args)
+        answer = original(*args, **options)
         taken += answer
         return answer
 
@@ -160,3 +163,24 @@ def test_the_full_comparison_still_judges_what_the_shortcut_leaves() -> None:
     assert not nested.match
     strict = compare(Result(["b"], [(True,)]), Result(["b"], [(1,)]), bool_as_int=False)
     assert not strict.match
+
+
+def test_a_small_bag_in_another_order_is_settled_and_an_ordered_one_is_not() -> None:
+    from polysql.normalizers.align import align_by_position
+    from polysql.normalizers.columns import ResultColumns
+    from polysql.normalizers.policy import ComparePolicy
+
+    def shortcut(height: int, *, ordered: bool) -> bool:
+        gold = [(i, f"n{i}", i / 4) for i in range(height)]
+        pred = list(reversed(gold))
+        names = ["id", "name", "share"]
+        pol = ComparePolicy()
+        alignment = align_by_position(3, 3)
+        assert alignment is not None
+        return identical.identical_rows(ResultColumns(Result(names, gold), "gold", pol),
+                                        ResultColumns(Result(names, pred), "predicted", pol),
+                                        alignment, ordered=ordered)
+
+    assert shortcut(50, ordered=False)
+    assert not shortcut(50, ordered=True)
+    assert not shortcut(identical.SMALL_BAG_ROWS + 1, ordered=False)  # left to the keyed path

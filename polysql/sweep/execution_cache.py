@@ -98,10 +98,12 @@ class ExecutionCache:
         self._write_conn.execute("PRAGMA synchronous=NORMAL")
         self._write_conn.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB)")
         self._write_conn.commit()
-        self._read_conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        # One read connection per thread: WAL lets them all read at once, where one shared
+        # connection made every engine lane queue for it (and for the GIL behind it).
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
         self._memory_lock = threading.Lock()  # guards _pending, _writing, the flags and counters
         self._write_lock = threading.Lock()  # one batch written at a time, on one connection
-        self._read_lock = threading.Lock()  # a connection is used by one thread at a time
         self._pending: dict[str, Result] = {}  # put, not yet taken by a batch
         self._writing: dict[str, Result] = {}  # in the batch being written now
         self._wake = threading.Event()  # a full batch waits, or the cache is closing
@@ -127,9 +129,21 @@ class ExecutionCache:
                 self.hits += 1
         return result
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection, opened on its first read."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._memory_lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("the execution cache is closed")
+                # check_same_thread off only so that close(), on another thread, can close it
+                conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn
+
     def _read(self, key: str) -> Result | None:
-        with self._read_lock:
-            row = self._read_conn.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
+        row = self._reader().execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         try:
@@ -214,8 +228,10 @@ class ExecutionCache:
                 self._commit_pending()
             finally:
                 self._write_conn.close()
-                with self._read_lock:
-                    self._read_conn.close()
+                with self._memory_lock:
+                    readers, self._readers = self._readers, []
+                for conn in readers:
+                    conn.close()
 
     def __enter__(self) -> ExecutionCache:
         return self

@@ -11,6 +11,8 @@ from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from polysql.core.model import Result
 from polysql.sweep.execution_cache import COMPRESS_ABOVE, ExecutionCache, decode_result
 
@@ -170,3 +172,32 @@ def test_threads_putting_and_getting_at_once_lose_nothing(tmp_path: Path) -> Non
     stored = committed(path)
     assert len(stored) == 6 * 150
     assert decode_result(stored["5-149"]).rows == [(5, 149)] * 150
+
+
+def test_threads_read_committed_entries_each_on_a_connection_of_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    with ExecutionCache(path) as writer:
+        for i in range(50):
+            writer.put(f"k{i}", Result(columns=["i"], rows=[(i,)]))
+    cache = ExecutionCache(path)
+    found: dict[int, list[Result | None]] = {}
+    connections: set[int] = set()
+    start = threading.Barrier(4)
+
+    def reader(n: int) -> None:
+        start.wait()  # all four read at once
+        found[n] = [cache.get(f"k{i}") for i in range(50)]
+        connections.add(id(cache._reader()))
+
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cache.close()
+    assert len(connections) == 4  # no reader waited on another's connection
+    for results in found.values():
+        assert [r.rows if r else None for r in results] == [[(i,)] for i in range(50)]
+    assert cache.hits == 200
+    with pytest.raises(sqlite3.ProgrammingError):  # as with one shared connection
+        cache.get("k0")

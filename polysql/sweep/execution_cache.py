@@ -133,12 +133,15 @@ class ExecutionCache:
         """This thread's read connection, opened on its first read."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
+            # check_same_thread off only so that close(), on another thread, can close it
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             with self._memory_lock:
-                if self._closed:
-                    raise sqlite3.ProgrammingError("the execution cache is closed")
-                # check_same_thread off only so that close(), on another thread, can close it
-                conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-                self._readers.append(conn)
+                closed = self._closed
+                if not closed:
+                    self._readers.append(conn)
+            if closed:
+                conn.close()
+                raise sqlite3.ProgrammingError("the execution cache is closed")
             self._local.conn = conn
         return conn
 

@@ -16,6 +16,9 @@ import polysql.normalizers.compare as compare_module
 from polysql import Result, Verdict, compare
 from polysql.core.errors import ComparisonError
 from polysql.normalizers import identical
+from polysql.normalizers.align import align_by_position
+from polysql.normalizers.columns import ResultColumns
+from polysql.normalizers.policy import ComparePolicy
 
 _NAN = float("nan")  # one object: a row holding it equals itself under Python's ==
 
@@ -124,30 +127,30 @@ def test_the_shortcut_gives_the_full_comparisons_verdict(monkeypatch: pytest.Mon
     assert taken > 300  # the shortcut did answer, so the equality above tested it
 
 
-@pytest.mark.parametrize(("gold", "pred", "why"), [
-    ([(2**70,)], [(float(2**70),)], "an integer beyond 2**53 and its float: a tolerance pair"),
-    ([([True, 2],)], [([1, 2],)], "a nested True is not a nested 1"),
-    ([(datetime(2020, 1, 1, tzinfo=UTC),)],
-     [(datetime(2020, 1, 1, tzinfo=UTC),)], "datetimes: the zones are read"),
-    ([(1, "x")], [(1, "x", 3)], "rows wider than the header: malformed"),
-    ([(True,)], [(1,)], "bool_as_int off: True is not 1"),
-])
-def test_the_shortcut_stays_out_of_what_it_cannot_settle(gold: list[tuple[Any, ...]],
-                                                        pred: list[tuple[Any, ...]],
-                                                        why: str) -> None:
-    width = len(gold[0]) if why.startswith("rows wider") is False else 2
+def _shortcut(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]], *, width: int,
+              ordered: bool = True, **policy: Any) -> bool:
+    """What the shortcut answers for two results of ``width`` columns lined up by position."""
     names = [f"c{j}" for j in range(width)]
-    policy = {"bool_as_int": False} if why.startswith("bool_as_int") else {}
-    from polysql.normalizers.align import align_by_position
-    from polysql.normalizers.columns import ResultColumns
-    from polysql.normalizers.policy import ComparePolicy
-
     pol = ComparePolicy(**policy)
-    gold_cols = ResultColumns(Result(names, gold), "gold", pol)
-    pred_cols = ResultColumns(Result(names, pred), "predicted", pol)
     alignment = align_by_position(width, width)
     assert alignment is not None
-    assert not identical.identical_rows(gold_cols, pred_cols, alignment), why
+    return identical.identical_rows(ResultColumns(Result(names, gold), "gold", pol),
+                                    ResultColumns(Result(names, pred), "predicted", pol),
+                                    alignment, ordered=ordered)
+
+
+@pytest.mark.parametrize(("gold", "pred", "width", "policy", "why"), [
+    ([(2**70,)], [(float(2**70),)], 1, {}, "an integer beyond 2**53 and its float: tolerance"),
+    ([([True, 2],)], [([1, 2],)], 1, {}, "a nested True is not a nested 1"),
+    ([(datetime(2020, 1, 1, tzinfo=UTC),)], [(datetime(2020, 1, 1, tzinfo=UTC),)], 1, {},
+     "datetimes: the zones are read"),
+    ([(1, "x")], [(1, "x", 3)], 2, {}, "a row wider than the header: malformed"),
+    ([(True,)], [(1,)], 1, {"bool_as_int": False}, "bool_as_int off: True is not 1"),
+])
+def test_the_shortcut_stays_out_of_what_it_cannot_settle(gold: list[tuple[Any, ...]],
+                                                        pred: list[tuple[Any, ...]], width: int,
+                                                        policy: dict[str, Any], why: str) -> None:
+    assert not _shortcut(gold, pred, width=width, **policy), why
 
 
 def test_equal_rows_of_the_wrong_width_are_still_refused_as_malformed() -> None:
@@ -166,20 +169,9 @@ def test_the_full_comparison_still_judges_what_the_shortcut_leaves() -> None:
 
 
 def test_a_small_bag_in_another_order_is_settled_and_an_ordered_one_is_not() -> None:
-    from polysql.normalizers.align import align_by_position
-    from polysql.normalizers.columns import ResultColumns
-    from polysql.normalizers.policy import ComparePolicy
-
     def shortcut(height: int, *, ordered: bool) -> bool:
         gold = [(i, f"n{i}", i / 4) for i in range(height)]
-        pred = list(reversed(gold))
-        names = ["id", "name", "share"]
-        pol = ComparePolicy()
-        alignment = align_by_position(3, 3)
-        assert alignment is not None
-        return identical.identical_rows(ResultColumns(Result(names, gold), "gold", pol),
-                                        ResultColumns(Result(names, pred), "predicted", pol),
-                                        alignment, ordered=ordered)
+        return _shortcut(gold, list(reversed(gold)), width=3, ordered=ordered)
 
     assert shortcut(50, ordered=False)
     assert not shortcut(50, ordered=True)

@@ -96,6 +96,21 @@ def test_only_commands_that_resume_say_so_after_ctrl_c() -> None:
         assert interrupted_message(command) == "interrupted"
 
 
+def test_ctrl_c_in_a_sweep_reaches_the_user_with_the_resume_hint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group reads which command was running: Ctrl-C while a sweep sets up (here, as it
+    reads its policy options) promises a resume; the same interrupt in compare would not."""
+    import polysql.cli.sweep as sweep_command
+
+    def ctrl_c(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_command, "parse_policy", ctrl_c)
+    result = CliRunner().invoke(main, ["sweep", "--limit", "1"])
+    assert result.exit_code == 130
+    assert result.output.strip() == "interrupted; re-run the same command to resume"
+
+
 def test_an_error_is_one_line_without_the_flag() -> None:
     result = CliRunner().invoke(main, UNKNOWN_SCHEME)
     assert result.exit_code == EXIT_CONFIG

@@ -133,7 +133,6 @@ def test_explain_analyze_cannot_smuggle_a_write_into_memory() -> None:
         assert backend.execute("SELECT * FROM hacked").error.kind == "runtime"
 
 
-
 _PIVOTED = "(SELECT * FROM (VALUES ('a', 1, 1), ('b', 1, 2), ('a', 2, 3)) AS v(k, y, n))"
 
 

@@ -247,8 +247,7 @@ def test_a_float_result_is_compared_as_the_64_bit_number_it_is(reader: Snowflake
     they would from any other engine's DOUBLE (a 32-bit reading would let them match)."""
     import polysql
 
-    gold = sqlite3.connect(":memory:")
-    gold_result = polysql.Result(["x"], [tuple(r) for r in gold.execute("SELECT 2.5")])
+    gold_result = polysql.Result(["x"], [(2.5,)], types=["REAL"])  # as SQLite returns it
     near = reader.execute("SELECT CAST(2.50001 AS FLOAT) AS x")
     same = reader.execute("SELECT CAST(2.5 AS FLOAT) AS x")
     assert near.ok and same.ok, (near.error, same.error)

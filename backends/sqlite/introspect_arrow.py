@@ -18,16 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polysql.backends._common.arrow import (
-    arrow_schema,
-    arrow_type,
-    number_scalar,
-    primitive_values,
-    valid_mask,
-)
+from polysql.backends._common.arrow import arrow_schema, arrow_type, number_scalar
 from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
 from polysql.backends.sqlite.types import ColumnStats, quote_ident
+from polysql.core.arrow_buffers import primitive_values, valid_mask
 from polysql.core.schema import Column, Table
 
 # The driver decides a column's type from its first batch; a larger first batch means a column

@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polysql.backends._common.arrow import primitive_values, valid_mask
 from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.types import (
     ColumnStats,
@@ -38,6 +37,7 @@ from polysql.backends.sqlite.types import (
     parse_declared,
     quote_ident,
 )
+from polysql.core.arrow_buffers import primitive_values, valid_mask
 
 # Storage classes as the first letter of typeof() -- integer, real, text, blob, null -- seven
 # bits per column, nine columns packed into one integer per row: one function call per value.

@@ -142,31 +142,47 @@ class ArrowColumn(Sequence[Any]):
             return frozenset({NoneType}) if len(self.array) else frozenset()
         return frozenset({kind, NoneType}) if nulls else frozenset({kind})
 
+    # The numbers are read from the Arrow buffers (polysql.core.arrow_buffers), not through
+    # to_numpy(), which imports pandas on first use.
+
     def _nulls(self) -> np.ndarray | None:
         if not self.array.null_count:
             return None
-        valid = self.array.is_valid()
-        return ~np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+        from polysql.core.arrow_buffers import valid_mask
+
+        return ~valid_mask(self.array)
+
+    def _numbers(self) -> np.ndarray:
+        from polysql.core.arrow_buffers import numpy_dtype, primitive_values
+
+        return primitive_values(self.array, numpy_dtype(self.array.type))
 
     def float_parts(self) -> tuple[np.ndarray, np.ndarray | None] | None:
         """(float64 values, NULL mask or None) of a float column; NULL slots hold NaN."""
         if self._kind() is not float:
             return None
         # a copy: Arrow's own buffers are read-only, and the keys may be patched in place
-        values = np.array(self.array.to_numpy(), dtype=np.float64)
-        return values, self._nulls()
+        values = np.array(self._numbers(), dtype=np.float64)
+        nulls = self._nulls()
+        if nulls is not None:
+            values[nulls] = np.nan
+        return values, nulls
 
     def int_parts(self) -> tuple[np.ndarray, np.ndarray | None] | None:
         """(int64 values, NULL mask or None) of an integer column that fits int64; NULL slots
         hold 0. None otherwise (an unsigned 64-bit value above the int64 range)."""
         if self._kind() is not int:
             return None
+        values = self._numbers()
         nulls = self._nulls()
-        array = self.array.fill_null(0) if nulls is not None else self.array
-        values = np.asarray(array.to_numpy())
-        if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
-            return None
-        return values.astype(np.int64), nulls  # a copy, writable (NULL slots get marked)
+        if values.dtype == np.uint64:
+            present = values if nulls is None else values[~nulls]  # NULL slots hold any bytes
+            if present.size and present.max() > np.iinfo(np.int64).max:
+                return None
+        values = values.astype(np.int64)  # a copy, writable (NULL slots get marked)
+        if nulls is not None:
+            values[nulls] = 0
+        return values, nulls
 
 
 class RowsColumn(Sequence[Any]):

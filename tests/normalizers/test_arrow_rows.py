@@ -5,9 +5,12 @@ text read as numbers, tolerance noise, hidden ORDER BY columns)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import pickle
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import date, timedelta
 from decimal import Decimal
@@ -69,12 +72,21 @@ def _variant(rng: random.Random, columns: list[list[Any]], kind: str,
         [[] for _ in columns]
 
 
+def _chunked(values: list[Any], kind: pa.DataType) -> pa.ChunkedArray:
+    cuts = [0, len(values) // 3, 2 * len(values) // 3, len(values)]
+    parts = [values[start:end] for start, end in itertools.pairwise(cuts)]
+    # A NULL before and after each part: the slice starts at offset 1 in its buffers.
+    return pa.chunked_array([pa.array([None, *part, None], type=kind).slice(1, len(part))
+                             for part in parts], type=kind)
+
+
 def _both_ways(names: list[str], types: list[pa.DataType], columns: list[list[Any]]
                ) -> tuple[Result, Result]:
     """The same result as Python tuples and as Arrow columns (tuples taken from the Arrow
-    columns, so both hold exactly the same Python values)."""
-    table = pa.table([pa.array(values, type=kind) for values, kind in zip(columns, types,
-                                                                          strict=True)],
+    columns, so both hold exactly the same Python values). Each Arrow column comes in three
+    chunks, each a slice of a longer array, as engines hand them over: whatever reads the
+    buffers must follow chunk offsets and validity bitmaps."""
+    table = pa.table([_chunked(values, kind) for values, kind in zip(columns, types, strict=True)],
                      names=names)
     arrow = ArrowRows(table)
     return Result(names, list(arrow.materialized())), Result(names, ArrowRows(table))
@@ -150,3 +162,49 @@ def test_a_column_reports_its_python_types_without_reading_values() -> None:
     assert kinds([Decimal(1)], pa.decimal128(5, 0)) is None  # asked of the values instead
     column = ArrowColumn(pa.chunked_array([pa.array([2**64 - 1, 1], type=pa.uint64())]))
     assert column.int_parts() is None  # beyond int64: the Python ints decide
+
+
+def test_comparing_arrow_results_imports_no_pandas() -> None:
+    """pyarrow's to_numpy() imports pandas (a quarter of a second) on first use; the comparison
+    reads Arrow numbers from their buffers instead. Run in a fresh interpreter, where nothing has
+    imported pandas yet (where pandas is not installed this holds trivially)."""
+    code = """
+import sys
+import numpy as np, pyarrow as pa
+from polysql import Result, compare
+from polysql.core.columnar import ArrowRows
+
+def column(values, kind, valid=None):
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(kind, len(values), [bitmap, pa.py_buffer(values)])
+
+n = 20_000
+ids = np.arange(n, dtype=np.int64)
+valid = ids % 7 != 0
+gold = pa.table([column(ids, pa.int64()), column(ids * 0.1, pa.float64(), valid),
+                 column((ids % 5).astype(np.int32), pa.int32(), valid),
+                 column((ids / 3).astype(np.float32), pa.float32())], names=list("abcd"))
+order = np.random.default_rng(1).permutation(n)
+noisy = pa.table([column(ids[order], pa.int64()),
+                  column(ids[order] * 0.1 * (1 + 1e-12), pa.float64(), valid[order]),
+                  column((ids[order] % 5).astype(np.int32), pa.int32(), valid[order]),
+                  column((ids[order] / 3).astype(np.float32), pa.float32())], names=list("abcd"))
+verdict = compare(Result(list("abcd"), ArrowRows(gold)), Result(list("abcd"), ArrowRows(noisy)))
+print(verdict.match, "pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]
+
+
+def test_number_parts_mark_null_slots_whatever_their_bytes_hold() -> None:
+    floats = ArrowColumn(_chunked([1.5, None, -0.0, None, 2.5], pa.float32()))
+    values, nulls = floats.float_parts()  # type: ignore[misc]
+    assert nulls.tolist() == [False, True, False, True, False]
+    assert [repr(v) for v in values.tolist()] == ["1.5", "nan", "-0.0", "nan", "2.5"]
+    ints = ArrowColumn(_chunked([None, 2**63 - 1, None, -3], pa.int64()))
+    values, nulls = ints.int_parts()  # type: ignore[misc]
+    assert values.tolist() == [0, 2**63 - 1, 0, -3] and nulls.tolist() == [True, False, True, False]
+    unsigned = ArrowColumn(_chunked([None, 2**63, 1], pa.uint64()))
+    assert unsigned.int_parts() is None  # beyond int64, NULL or not

@@ -16,13 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from polysql.backends._common.arrow import (
-    null_scalar,
-    number_scalar,
-    primitive_values,
-    text_scalar,
-    valid_mask,
-)
+from polysql.backends._common.arrow import null_scalar, number_scalar, text_scalar
+from polysql.core.arrow_buffers import primitive_values, valid_mask
 
 
 def _run_fresh(code: str, *args: str) -> str:

@@ -1,0 +1,45 @@
+"""Arrow columns read as NumPy arrays straight from their buffers.
+
+pyarrow's own conversions to NumPy (``Array.to_numpy``, ``np.asarray(array)``) go through its
+pandas bridge, which imports pandas (about 0.25 s, holding the GIL) the first time it runs in a
+process whenever pandas is installed. Reading a fixed-width column's data buffer and its validity
+bitmap directly gives the same numbers with no import, so neither a load nor a comparison of
+Arrow results pays for pandas it never uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def valid_mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Which slots of ``values`` hold a value (not NULL), as a NumPy boolean array."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = []
+    for chunk in chunks:
+        bitmap = chunk.buffers()[0]
+        if chunk.type == pa.null():
+            parts.append(np.zeros(len(chunk), dtype=bool))
+        elif bitmap is None:
+            parts.append(np.ones(len(chunk), dtype=bool))
+        else:
+            bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")
+            parts.append(bits[chunk.offset:chunk.offset + len(chunk)].astype(bool))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+def primitive_values(values: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.ndarray:
+    """The data of a fixed-width column (int64, float64...) as one NumPy array of ``dtype``,
+    which must be the column's own width. NULL slots hold whatever their bytes hold: callers
+    mask them with :func:`valid_mask`. Read-only when it is a view of a single chunk."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts = [np.frombuffer(chunk.buffers()[1], dtype)[chunk.offset:chunk.offset + len(chunk)]
+             for chunk in chunks if len(chunk)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def numpy_dtype(type_: pa.DataType) -> np.dtype:
+    """The NumPy dtype of a fixed-width integer or floating Arrow type (no pandas involved:
+    ``to_pandas_dtype`` only maps the type)."""
+    return np.dtype(type_.to_pandas_dtype())

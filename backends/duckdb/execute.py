@@ -20,11 +20,13 @@ import contextlib
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from polysql.backends._common.arrow_from_python import python_array
 from polysql.backends._common.cancel import Flight, cancelled
 from polysql.backends.duckdb.errors import classify
 from polysql.core.columnar import ArrowRows
@@ -80,7 +82,7 @@ def _fetch_arrow(cursor: duckdb.DuckDBPyConnection, head: list[tuple[Any, ...]],
         # values and Arrow values map one to one (ints, floats of the column's width, Decimals
         # of its scale, text, bytes), so the round trip changes none.
         columns = list(zip(*head, strict=True)) or [[] for _ in reader.schema]
-        first = pa.table([pa.array(values, type=field.type)
+        first = pa.table([_head_array(values, field.type)
                           for values, field in zip(columns, reader.schema, strict=True)],
                          schema=reader.schema)
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
@@ -90,6 +92,12 @@ def _fetch_arrow(cursor: duckdb.DuckDBPyConnection, head: list[tuple[Any, ...]],
         return rows[:max_rows], fetched > max_rows
     table = pa.concat_tables([first, tail])
     return ArrowRows(table.slice(0, max_rows)), fetched > max_rows
+
+
+def _head_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    # Built from buffers where it can be: pa.array would import pandas on the first long result.
+    built = python_array(values, type_)
+    return built if built is not None else pa.array(values, type=type_)
 
 
 def _roll_back(conn: duckdb.DuckDBPyConnection) -> None:

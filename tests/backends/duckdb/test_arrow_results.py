@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 import pickle
+import subprocess
+import sys
 from typing import Any
 
 import duckdb
@@ -131,3 +133,27 @@ def test_a_comparison_across_engines_reads_arrow_and_rows_alike(engine: Any) -> 
         assert not verdict.match and "(6751.0, 4500)" in verdict.reason
     finally:
         sqlite.close()
+
+
+def test_a_long_result_and_its_comparison_import_no_pandas(tmp_path: Any) -> None:
+    """pa.array and to_numpy() import pandas (a quarter of a second) on first use; the first rows
+    go back into Arrow from buffers and the comparison reads Arrow numbers from buffers, so a
+    process that judges long DuckDB results never imports it. Run in a fresh interpreter, where
+    nothing has imported pandas yet."""
+    code = f"""
+import sys, polysql
+columns = ", ".join(f"CAST(v AS {{kind}}) AS c{{i}}" for i, kind in enumerate([
+    "BOOLEAN", "TINYINT", "INTEGER", "BIGINT", "UBIGINT", "FLOAT", "DOUBLE", "VARCHAR",
+    "DECIMAL(18,3)"])) + ", CAST(CAST(v AS VARCHAR) AS BLOB) AS b"
+sql = ("SELECT " + columns + " FROM (SELECT CASE WHEN range % 9 = 0 THEN NULL "
+       "ELSE range % 100 END AS v FROM range({3 * ARROW_AFTER_ROWS}))")
+with polysql.connect("duckdb:///:memory:") as engine:
+    gold, pred = engine.execute(sql), engine.execute(sql + " ORDER BY c7 DESC")
+    assert gold.ok and pred.ok, gold.error or pred.error
+    verdict = polysql.compare(gold, pred)
+print(type(gold.rows).__name__, verdict.match, "pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ArrowRows", "True", "False"]

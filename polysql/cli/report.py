@@ -22,6 +22,7 @@ from polysql.cli.console import console, stdout
 from polysql.cli.main import EXIT_INCOMPLETE
 from polysql.core.errors import ConfigError
 from polysql.sweep.config import source_dialect
+from polysql.sweep.freshness import check_freshness
 
 
 @click.command("report")
@@ -87,6 +88,10 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
         console.print(f"[bold yellow]INCOMPLETE:[/] {escape(run)} has {count} pending record(s); "
                       "the report covers only what is recorded (finish the sweep first)",
                       highlight=False)
+    for run_dir in run_dirs:
+        stale = check_freshness(run_dir).message()
+        if stale is not None:
+            console.print(f"[bold yellow]STALE:[/] {escape(stale)}", highlight=False)
     if outcome.usage:
         u = outcome.usage
         console.print(f"classifier: {u['calls']} calls, {u['cache_hits']} cached, {u['errors']} failed")

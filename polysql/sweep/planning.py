@@ -153,6 +153,9 @@ class RunPlanner:
             "settings": settings,
             # how to load the dataset again (a folder dataset's name alone does not say where)
             "dataset_spec": self.config.dataset,
+            # where the sweep ran: the dataset's and predictions files' paths are relative to it
+            # (a report checks them again, see polysql.sweep.freshness)
+            "cwd": str(Path.cwd()),
             "engines": {e.name: e.url.render_as_string(hide_password=True) for e in self.engines},
             # earlier predictors stay listed: their records are still in this folder
             "predictors": described + [p for p in earlier if p.get("name") not in names],

@@ -1,0 +1,138 @@
+"""Whether a run folder's records still describe today's inputs.
+
+A resumed sweep re-evaluates every record whose inputs changed (see :mod:`.inputs`). A report
+reads the records as they are, so a predictions file fixed after the sweep, an edited question
+or a replaced database would leave it printing numbers about inputs that no longer exist. This
+module recomputes, without executing anything, the digests a sweep would compare -- of each
+prediction, gold query and source database, and the comparison contract -- and counts the
+records that no longer match them.
+
+Checked: predictions files, the built-in predictors (gold, transpile, native-gold), the dataset's
+questions and source databases, and the contract version. Not checked: model answers (they
+depend on a model config and response cache a report does not have) and databases on engines
+polysql did not build (that needs a connection); those records are counted as unchecked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from polysql.core.errors import PolysqlError
+from polysql.core.predictor import Predictor, TargetEngine
+from polysql.core.store import ResultsStore, read_run_info
+from polysql.datasets.base import Dataset, Question
+from polysql.datasets.registry import get_dataset
+from polysql.engines.registry import connect
+from polysql.sweep.inputs import CONTRACT, gold_digest
+from polysql.sweep.prediction_files import FilePredictor
+from polysql.sweep.predictors import BUILTIN_PREDICTORS, make_predictor
+
+#: What a changed input is called in the message, by the key records keep it under.
+_WHAT = {"prediction": "predictions", "gold": "gold queries", "database": "source databases",
+         "contract": "comparison contract", "question": "questions (no longer in the dataset)"}
+
+
+@dataclass(slots=True)
+class Freshness:
+    """How many of a run folder's records were made from inputs that have changed since."""
+
+    run_dir: Path
+    checked: int = 0
+    stale: int = 0
+    #: stale records per changed input ("prediction", "gold", "database", "contract", "question")
+    changed: Counter[str] = field(default_factory=Counter)
+    #: predictors whose stale records these are
+    predictors: set[str] = field(default_factory=set)
+    unchecked: int = 0  # records of model predictors
+    #: why nothing could be checked (the dataset or a predictions file cannot be read now)
+    problem: str | None = None
+
+    def message(self) -> str | None:
+        """What a report prints about this run's freshness; None when every checked record is
+        current and nothing stopped the check."""
+        if self.problem is not None:
+            return (f"{self.run_dir}: cannot tell whether its records are current: {self.problem}")
+        if not self.stale:
+            return None
+        what = ", ".join(_WHAT[key] for key, _ in self.changed.most_common())
+        return (f"{self.run_dir}: {self.stale} of {self.checked} records were judged on inputs "
+                f"that have changed since ({what}; predictors {', '.join(sorted(self.predictors))})"
+                f"; their numbers are stale -- re-run the same `polysql sweep` with "
+                f"--out {self.run_dir} to re-evaluate them")
+
+
+def check_freshness(run_dir: Path) -> Freshness:
+    """Compare every latest record of ``run_dir`` with today's inputs (nothing is executed)."""
+    freshness = Freshness(run_dir)
+    info = read_run_info(run_dir)
+    records = ResultsStore(run_dir).latest_records()
+    if info is None or not records:
+        return freshness
+    # Paths in run.json (the dataset's, the predictions files') are as the sweep was given them.
+    folder = info.get("cwd")
+    with contextlib.chdir(folder) if folder and Path(folder).is_dir() else contextlib.nullcontext():
+        try:
+            dataset = get_dataset(str(info.get("dataset_spec", "")))
+            predictors = _predictors(info.get("predictors", []), dataset)
+        except (PolysqlError, OSError) as exc:
+            freshness.problem = str(exc)
+            return freshness
+        _compare(freshness, records, dataset, predictors)
+    return freshness
+
+
+def _predictors(described: list[Any], dataset: Dataset) -> dict[str, Predictor[Question]]:
+    """The run's predictors that can be rebuilt without a model: files and built-ins."""
+    predictors: dict[str, Predictor[Question]] = {}
+    for entry in described:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        name = entry["name"]
+        if "path" in entry:
+            options = "&".join(f"{key}={entry[key]}" for key in ("format", "dialect") if key in entry)
+            predictor = make_predictor(f"{name}={entry['path']}" + (f"?{options}" if options else ""))
+            if isinstance(predictor, FilePredictor):
+                predictor.align(dataset.questions, dataset=dataset.name)
+            predictors[name] = predictor
+        elif name in BUILTIN_PREDICTORS:
+            predictors[name] = make_predictor(name)
+    return predictors
+
+
+def _compare(freshness: Freshness, records: list[dict[str, Any]], dataset: Dataset,
+             predictors: dict[str, Predictor[Question]]) -> None:
+    questions = {q.id: q for q in dataset.questions}
+    fingerprints: dict[str, str] = {}
+
+    def database(db_id: str) -> str:
+        if db_id not in fingerprints:
+            with connect(dataset.database_url(db_id), read_only=True) as source:
+                fingerprints[db_id] = source.fingerprint()
+        return fingerprints[db_id]
+
+    for record in records:
+        if record.get("dataset") != dataset.name:
+            continue
+        predictor = predictors.get(str(record.get("predictor")))
+        recorded = record.get("inputs")
+        if predictor is None or not isinstance(recorded, dict):
+            freshness.unchecked += 1
+            continue
+        freshness.checked += 1
+        question = questions.get(str(record.get("question_id")))
+        if question is None:
+            changed = ["question"]
+        else:
+            engine = TargetEngine(name=str(record.get("engine")), dialect=str(record.get("dialect")))
+            today = {"prediction": predictor.input_digest(question, engine),
+                     "gold": gold_digest(question), "database": database(question.db_id),
+                     "contract": CONTRACT}
+            changed = [key for key, digest in today.items() if recorded.get(key) != digest]
+        if changed:
+            freshness.stale += 1
+            freshness.changed.update(changed)
+            freshness.predictors.add(str(record.get("predictor")))

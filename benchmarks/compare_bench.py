@@ -43,9 +43,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from figures import Bar, draw_bars, figure_path
 
 from polysql import Result, compare
 from polysql.core.columnar import ArrowRows
@@ -182,7 +184,7 @@ def list_baseline(gold_rows: list[Row], pred_rows: list[Row]) -> bool:
     return gold_rows == pred_rows
 
 
-def run(name: str, workload: Workload, repeats: int) -> None:
+def run(name: str, workload: Workload, repeats: int, drawn: list[Bar]) -> None:
     def polysql_compare(gold_rows: list[Row], pred_rows: list[Row]) -> Any:
         return compare(Result(workload.columns, gold_rows), Result(workload.columns, pred_rows),
                        ordered=workload.ordered)
@@ -201,6 +203,9 @@ def run(name: str, workload: Workload, repeats: int) -> None:
         target = f"   (target <= {workload.target:.1f}x)" if workload.target and expected else ""
         print(f"{name:10s} {variant:8s} {baseline_name:8s} {baseline:7.3f} s   "
               f"compare {ours:7.3f} s   ratio {ours / baseline:5.2f}x{target}")
+        goal = workload.target if workload.target and expected else None
+        drawn.append(Bar(f"{name} {variant} (Python rows)", ours / baseline,
+                         f"{ours / baseline:.2f}x ({ours:.3f} s)", target=goal))
         if not workload.arrow:
             continue
         arrow, verdict = min((timed_on_arrow(workload, pred_specs) for _ in range(repeats)),
@@ -210,6 +215,8 @@ def run(name: str, workload: Workload, repeats: int) -> None:
                              f"got {verdict.reason}")
         print(f"{name:10s} {variant:8s} {baseline_name:8s} {baseline:7.3f} s   "
               f"  arrow {arrow:7.3f} s   ratio {arrow / baseline:5.2f}x{target}")
+        drawn.append(Bar(f"{name} {variant} (Arrow)", arrow / baseline,
+                         f"{arrow / baseline:.2f}x ({arrow:.3f} s)", target=goal))
 
 
 def timed_on_arrow(workload: Workload, pred_specs: list[Spec]) -> tuple[float, Any]:
@@ -229,14 +236,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="take the best of this many runs")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
                         help="run only this workload (repeatable); default: all")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="PNG to draw (default benchmark-figures/compare_bench.png)")
     args = parser.parse_args()
     compare(Result(["x"], [(1,)]), Result(["x"], [(1,)]))  # import and warm up outside the timing
     print(f"{args.rows:,} rows per result; best of {args.repeats}")
+    bars: list[Bar] = []
     for name in args.workload or list(WORKLOADS):
         workload = WORKLOADS[name](args.rows)
-        run(name, workload, args.repeats)
+        run(name, workload, args.repeats, bars)
         del workload
         gc.collect()
+    drawn = draw_bars(figure_path(args.figure, "compare_bench"),
+                      f"polysql compare against a plain Counter / list == ({args.rows:,} rows "
+                      f"per result)", bars,
+                      xlabel="time relative to the baseline in the same run (lower is better)",
+                      note=f"best of {args.repeats}; the baseline applies none of the comparison "
+                           "contract", baseline=1.0)
+    print(f"drew {drawn}")
 
 
 if __name__ == "__main__":

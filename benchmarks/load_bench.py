@@ -52,6 +52,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from figures import Bar, draw_bars, figure_path
+
 import polysql
 from polysql.core.errors import PolysqlError
 from polysql.core.urls import parse_url
@@ -319,6 +321,8 @@ def main() -> int:
                              "SQLite reader is then timed as the DuckDB baseline")
     parser.add_argument("--rounds", type=int, default=1,
                         help="time every loader N times, taking turns; the fastest run counts")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="PNG to draw (default benchmark-figures/load_bench.png)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="polysql-load-bench-"))
@@ -386,8 +390,12 @@ def main() -> int:
     for name in ("load_data_bench", "s2m_load_bench"):
         server_admin(args.mysql_url, f"DROP DATABASE IF EXISTS {name}")
     from polysql.backends.mysql.backend import MySQLBackend
+    from polysql.backends.postgres.setup import drop_evaluation_database
 
-    MySQLBackend.drop(inserts_target)  # the database, its reader and its record
+    # polysql's copies too (databases, readers, load records): the bench leaves nothing behind
+    MySQLBackend.drop(inserts_target)
+    MySQLBackend.drop(my_target)
+    drop_evaluation_database(pg, "polysql_load_bench")
 
     print(f"\n{'target':<14} {'loader':<16} {'seconds':>8} {'rows/s':>11} {'ratio':>7}  copy")
     for target in ("PostgreSQL", "DuckDB", "MySQL/MariaDB"):
@@ -404,6 +412,21 @@ def main() -> int:
     print(f"\nbest of {max(1, args.rounds)} round(s); polysql load runs as its own process "
           f"(interpreter start-up included); ratio = baseline time / polysql time (above 1.00x: "
           f"polysql is faster); the LOAD DATA files were written before timing")
+    bars = []
+    for target in ("PostgreSQL", "DuckDB", "MySQL/MariaDB"):
+        ours, *others = [c for c in contenders if c.target == target]
+        bars.append(Bar(f"{target}: {ours.label}", ours.best,
+                        f"{_seconds(ours.best)} s, {_rate(total, ours.best)} rows/s"))
+        for other in others:
+            ratio = f"; polysql {other.best / ours.best:.2f}x as fast" \
+                if ours.best and other.best else ""
+            bars.append(Bar(f"{target}: {other.label}", other.best,
+                            f"{_seconds(other.best)} s{ratio}", ours=False))
+    drawn = draw_bars(figure_path(args.figure, "load_bench"),
+                      f"Loading {total:,} SQLite rows: polysql load against established tools",
+                      bars, xlabel="seconds, whole process (shorter is faster)",
+                      note=f"best of {max(1, args.rounds)} round(s), taking turns; blue: polysql")
+    print(f"drew {drawn}")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
+
+from figures import Bar, draw_bars, figure_path
 
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.tolerance import pair_within_tolerance
@@ -42,6 +45,8 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10_000)
     parser.add_argument("--large", type=int, default=30_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="PNG to draw (default benchmark-figures/tolerance_bench.png)")
     args = parser.parse_args()
     small, large = best_time(args.small, args.repeats), best_time(args.large, args.repeats)
     linear = args.large / args.small
@@ -50,6 +55,15 @@ def main() -> None:
     print(f"{args.large:>9,} straddling rows: {large * 1000:8.1f} ms")
     print(f"growth {growth:.2f}x against linear {linear:.2f}x (baseline): "
           f"{growth / linear:.2f}x linear; target <= 1.50x")
+    drawn = draw_bars(
+        figure_path(args.figure, "tolerance_bench"),
+        f"Tolerance pairing, worst case: growth from {args.small:,} to {args.large:,} rows",
+        [Bar("polysql's growth", growth / linear, f"{growth / linear:.2f}x linear", target=1.5)],
+        xlabel="growth relative to linear (lower is better)",
+        note=f"{small * 1000:.1f} ms at {args.small:,} rows, {large * 1000:.1f} ms at "
+             f"{args.large:,}; best of {args.repeats}", baseline=1.0,
+        baseline_label="linear (the baseline)")
+    print(f"drew {drawn}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,101 @@
+"""The benchmark scripts run end to end at small sizes and draw their figure.
+
+Nothing here times anything (the scripts print ratios against baselines measured in the same
+run; a test asserting a time would only measure the machine). This only keeps them working:
+each runs as a user runs it, in its own process, on real engines, and must exit 0, print its
+table and write a PNG.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from polysql_testkit import availability
+from sqlalchemy.engine import make_url
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: the databases benchmarks/load_bench.py loads into on the servers
+BENCH_DATABASES = {"polysql_load_bench", "polysql_insert_bench", "pgloader_load_bench",
+                   "load_data_bench", "s2m_load_bench"}
+
+
+def run_benchmark(script: str, tmp_path: Path, *args: str) -> str:
+    figure = tmp_path / f"{script}.png"
+    env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / f"{script}.py"), *args,
+                           "--figure", str(figure)], capture_output=True, text=True,
+                          timeout=900, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"drew {figure}" in done.stdout
+    assert figure.read_bytes().startswith(PNG_MAGIC)
+    return done.stdout
+
+
+def test_tolerance_bench(tmp_path: Path) -> None:
+    output = run_benchmark("tolerance_bench", tmp_path, "--small", "500", "--large", "1500",
+                           "--repeats", "1")
+    assert "x linear; target <= 1.50x" in output
+
+
+def test_compare_bench(tmp_path: Path) -> None:
+    output = run_benchmark("compare_bench", tmp_path, "--rows", "3000")
+    for workload in ("typed", "nulls", "tolerance", "ordered"):
+        assert f"\n{workload}" in output or output.startswith(workload), output
+    assert "arrow" in output
+
+
+def test_sweep_bench_on_embedded_engines(tmp_path: Path) -> None:
+    output = run_benchmark("sweep_bench", tmp_path, "--sizes", "1k", "--engines", "sqlite,duckdb",
+                           "--work", str(tmp_path / "work"))
+    assert "polysql/engine" in output and "warm re-evaluation" in output
+
+
+def _server(engine: str, variable: str, default: str) -> str:
+    availability.require_client(engine)
+    url = os.environ.get(variable, default)
+    parsed = make_url(url)
+    try:
+        socket.create_connection((parsed.host or "127.0.0.1", parsed.port or 0), timeout=2).close()
+    except OSError as exc:
+        availability.unavailable(engine, f"no server answers at {url} ({exc})")
+    return url
+
+
+def test_load_bench_against_the_servers(tmp_path: Path) -> None:
+    pg = _server("postgres", "POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/")
+    mysql = _server("mysql", "POLYSQL_MYSQL_URL", "mysql://root@127.0.0.1:3306/")
+    output = run_benchmark("load_bench", tmp_path, "--rows", "2000", "--pg-url", pg,
+                           "--mysql-url", mysql)
+    # every polysql copy is checked row for row against the source
+    assert output.count("identical") >= 3 and "DIFFERENT" not in output, output
+    assert "polysql INSERTs" in output
+    # and leaves none of its databases behind on the servers
+    assert not set(_databases(pg, "SELECT datname FROM pg_database")) & BENCH_DATABASES
+    assert not set(_databases(mysql, "SHOW DATABASES")) & BENCH_DATABASES
+
+
+def _databases(url: str, sql: str) -> list[str]:
+    """What ``sql`` lists, asked as the administrator ``url`` names (polysql itself refuses to
+    evaluate as an administrator, so the server's own client asks)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name().startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(host=parsed.host, port=parsed.port or 5432, user=parsed.username,
+                             password=parsed.password, dbname="postgres") as conn:
+            return [row[0] for row in conn.execute(sql)]
+    import pymysql
+
+    conn = pymysql.connect(host=parsed.host, port=parsed.port or 3306, user=parsed.username,
+                           password=parsed.password or "")
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(sql)
+            return [row[0] for row in cursor.fetchall()]
+    finally:
+        conn.close()

@@ -40,6 +40,7 @@ from polysql.sweep.outcome import SweepOutcome, broken_databases
 from polysql.sweep.planning import RunPlanner, WorkItem
 from polysql.sweep.predictors import make_predictor
 from polysql.sweep.progress import SweepObserver
+from polysql.sweep.run_lock import run_folder_lock
 from polysql.sweep.timings import TIMINGS_FILE, SweepTimings, count_loaded_rows
 from polysql.sweep.work import SweepWork
 
@@ -100,6 +101,12 @@ class Sweep:
             return content_digest("unreachable", str(exc))
 
     def run(self) -> SweepOutcome:
+        """Run the sweep; ResultsStoreError at once when another sweep is writing the same run
+        folder (see :mod:`.run_lock`)."""
+        with run_folder_lock(self.run_dir):
+            return self._run()
+
+    def _run(self) -> SweepOutcome:
         started = time.perf_counter()
         timings = SweepTimings()
         with timings.stage("plan"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from polysql_testkit.cli_runs import run_sweep as sweep
 
-from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE
+from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE, EXIT_STORE
 from polysql.core.store import RESULTS_FILE, SUPERSEDED_FILE, ResultsStore
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
@@ -195,3 +195,37 @@ def test_a_complete_run_says_so_everywhere(tmp_path: Path) -> None:
     assert summary["complete"] is True and summary["status"] == "complete"
     assert summary["pending"] == 0
     assert "INCOMPLETE" not in (run / "report.md").read_text()
+
+
+def test_a_second_sweep_into_a_folder_in_use_is_refused_at_once(tmp_path: Path) -> None:
+    """Two sweeps writing one run folder would both run every item into one results file; the
+    second is refused, naming the holder, and the folder is free again once the first ends."""
+    import subprocess
+    import sys
+
+    from polysql.sweep.run_lock import LOCK_FILE, run_folder_lock
+
+    run = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from polysql.sweep.run_lock import run_folder_lock\n"
+         "with run_folder_lock(Path(sys.argv[1])):\n"
+         "    print('held', flush=True); time.sleep(60)", str(run)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, output = sweep("--out", str(run), "--engines", "sqlite", "--limit", "1",
+                             "--predictor", "gold")
+        assert code == EXIT_STORE, output
+        assert f"run folder {run} is in use by another sweep (process {holder.pid}" in output
+        assert not (run / RESULTS_FILE).exists()  # nothing was run or written
+    finally:
+        holder.kill()
+        holder.wait()
+    # a killed holder leaves no lock behind
+    code, output = sweep("--out", str(run), "--engines", "sqlite", "--limit", "1",
+                         "--predictor", "gold")
+    assert code == 0, output
+    assert (run / LOCK_FILE).exists()
+    with run_folder_lock(run):  # and a finished sweep released it
+        pass

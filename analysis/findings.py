@@ -348,6 +348,11 @@ def analyze(outcomes: Outcomes, settings: Settings | None = None,
     if settings.reference is not None and reference is None:
         notes.append(f"No engine named or of dialect {settings.reference!r} in these runs, so no "
                      "drops relative to a reference are reported (choose one with --reference).")
+    for run, lines in outcomes.damaged.items():
+        shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
+        notes.append(f"{run}: {len(lines)} line(s) of its results file are not a whole record "
+                     f"(line {shown}) and were skipped; the next `polysql sweep` into it drops "
+                     "them and redoes their work.")
     for conflict in outcomes.conflicts:
         notes.append(f"{'/'.join(conflict.key)}: {conflict.kept_run} says {conflict.kept}, "
                      f"{conflict.dropped_run} said {conflict.dropped}; the later record is used.")

@@ -42,6 +42,8 @@ class Outcomes:
     conflicts: list[Conflict] = field(default_factory=list)
     # per run folder: records its plan asked for that it does not hold
     pending: dict[str, int] = field(default_factory=dict)
+    # per run folder: line numbers of its results file that are not a whole record (skipped)
+    damaged: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def predictors(self) -> list[str]:
@@ -104,16 +106,21 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Outcomes:
                                 "`polysql sweep --out DIR`")
     loaded: list[tuple[str, list[dict[str, Any]]]] = []
     pending: dict[str, int] = {}
+    damaged: dict[str, list[int]] = {}
     for run_dir in run_dirs:
         path = Path(run_dir)
         if not (path / RESULTS_FILE).is_file():
             raise ResultsStoreError(f"{path} holds no {RESULTS_FILE}: is it a folder written by "
                                     "`polysql sweep --out DIR`?")
-        records = ResultsStore(path).latest_records()
+        store = ResultsStore(path)
+        records = store.latest_records()
         loaded.append((str(path), records))
         pending[str(path)] = len(run_plan(path).pending(records))
+        if store.damaged_lines:
+            damaged[str(path)] = list(store.damaged_lines)
     outcomes = merge_records(loaded)
     outcomes.pending = pending
+    outcomes.damaged = damaged
     if not outcomes.records:
         raise ResultsStoreError(f"no records in {', '.join(map(str, run_dirs))}: the sweep "
                                 "wrote nothing yet")

@@ -173,5 +173,9 @@ def test_load_runs_reads_folders_and_refuses_empty_ones(tmp_path: Path) -> None:
     (run / "results.jsonl").write_text(json.dumps(_record("m", "sqlite", 1, "match")) + "\n{broken\n")
     outcomes = load_runs([run])
     assert len(outcomes.records) == 1
+    # the damaged line is skipped, and said: nothing is dropped silently
+    assert outcomes.damaged == {str(run): [2]}
+    (note,) = [n for n in analyze(outcomes).notes if "not a whole record" in n]
+    assert note.startswith(f"{run}: 1 line(s)") and "(line 2)" in note
     with pytest.raises(ResultsStoreError):
         load_runs([])

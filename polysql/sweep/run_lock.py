@@ -30,12 +30,22 @@ LOCK_FILE = ".polysql-lock"
 @contextlib.contextmanager
 def run_folder_lock(run_dir: Path) -> Iterator[None]:
     """Hold ``run_dir`` for this process; ResultsStoreError when another process holds it."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ResultsStoreError(f"the run folder {run_dir} is a file; give --out the path of a "
+                                f"folder (it is created when missing)")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # Opened for appending: a refused opener must not erase the holder's note.
+        handle = (run_dir / LOCK_FILE).open("a+", encoding="utf-8")
+    except OSError as exc:
+        raise ResultsStoreError(f"cannot write in the run folder {run_dir} "
+                                f"({exc.strerror or exc}); give --out a folder you can write "
+                                f"in") from exc
     if fcntl is None:
+        handle.close()
         yield
         return
-    # Opened for appending: a refused opener must not erase the holder's note.
-    with (run_dir / LOCK_FILE).open("a+", encoding="utf-8") as handle:
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -229,3 +229,17 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused_at_once(tmp_path: Path) 
     assert (run / LOCK_FILE).exists()
     with run_folder_lock(run):  # and a finished sweep released it
         pass
+
+
+def test_an_out_path_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine")
+    code, output = sweep("--out", str(taken), "--engines", "sqlite", "--limit", "1",
+                         "--predictor", "gold")
+    assert code == EXIT_STORE, output
+    assert f"the run folder {taken} is a file; give --out the path of a folder" in output
+    assert taken.read_text() == "mine"
+    # a folder that does not exist yet is created, parents included
+    code, output = sweep("--out", str(tmp_path / "a" / "b"), "--engines", "sqlite", "--limit", "1",
+                         "--predictor", "gold")
+    assert code == 0 and (tmp_path / "a" / "b" / RESULTS_FILE).exists(), output

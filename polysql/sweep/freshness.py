@@ -78,10 +78,9 @@ def check_freshness(run_dir: Path) -> Freshness:
         try:
             dataset = get_dataset(str(info.get("dataset_spec", "")))
             predictors = _predictors(info.get("predictors", []), dataset)
-        except (PolysqlError, OSError) as exc:
-            freshness.problem = str(exc)
-            return freshness
-        _compare(freshness, records, dataset, predictors)
+            _compare(freshness, records, dataset, predictors)
+        except (PolysqlError, OSError) as exc:  # a dataset, file or database gone since
+            return Freshness(run_dir, problem=str(exc))
     return freshness
 
 

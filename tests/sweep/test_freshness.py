@@ -131,3 +131,12 @@ def test_a_predictions_file_gone_since_is_said_not_guessed(swept: tuple[Path, Pa
     code, output = report(str(run), "--resamples", "100")
     assert code == 0, output
     assert "cannot tell whether its records are current" in output
+
+
+def test_a_database_gone_since_is_said_not_guessed(swept: tuple[Path, Path, Path]) -> None:
+    run, root, _ = swept
+    (root / "dev_databases" / "zoo" / "zoo.sqlite").unlink()
+    freshness = check_freshness(run)
+    assert freshness.stale == 0 and freshness.problem is not None
+    assert "zoo.sqlite" in freshness.problem
+    assert freshness.message() is not None and "cannot tell" in freshness.message()

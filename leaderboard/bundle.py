@@ -12,6 +12,7 @@ was not checked). Use :func:`is_valid` rather than ``not problems``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -128,11 +129,15 @@ def pack_bundle(run_dir: str | Path, out_path: str | Path, *, dataset_spec: str 
     spec = dataset_spec or run_info.get("dataset_spec") or settings.get("dataset")
     if not spec:
         raise BundleError(f"{run_dir / RUN_FILE} names no dataset; pass dataset_spec")
-    try:
-        dataset = get_dataset(spec)
-    except PolysqlError as exc:
-        raise BundleError(f"cannot load dataset {spec!r} of run {run_dir}: {exc}; "
-                          "pass the dataset spec the sweep used (dataset_spec)") from exc
+    # run.json's spec is as the sweep was given it: relative paths from the folder it ran in
+    folder = run_info.get("cwd") if dataset_spec is None else None
+    with contextlib.chdir(folder) if folder and Path(folder).is_dir() else contextlib.nullcontext():
+        try:
+            dataset = get_dataset(spec)
+            fingerprint = dataset_fingerprint(dataset)  # reads the databases: inside the folder
+        except PolysqlError as exc:
+            raise BundleError(f"cannot load dataset {spec!r} of run {run_dir}: {exc}; "
+                              "pass the dataset spec the sweep used (dataset_spec)") from exc
     records = ResultsStore(run_dir).latest_records()
     if not records:
         raise BundleError(f"{run_dir} holds no sweep records; run `polysql sweep --out {run_dir}` first")
@@ -147,7 +152,7 @@ def pack_bundle(run_dir: str | Path, out_path: str | Path, *, dataset_spec: str 
         "format_version": FORMAT_VERSION,
         "polysql": run_info.get("polysql", __version__),
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "dataset": {"spec": spec, "name": dataset.name, "fingerprint": dataset_fingerprint(dataset),
+        "dataset": {"spec": spec, "name": dataset.name, "fingerprint": fingerprint,
                     "questions": len(question_ids), "question_ids": question_ids},
         "settings": {k: v for k, v in settings.items() if k != "dataset"},
         "predictors": [described.get(name, {"name": name}) for name in predictor_names],

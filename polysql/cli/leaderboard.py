@@ -10,9 +10,10 @@ from rich.markup import escape
 
 from polysql.cli.console import console, stdout
 from polysql.cli.main import EXIT_DATA
-from polysql.core.errors import ConfigError
+from polysql.core.errors import BundleError, ConfigError
 from polysql.leaderboard.bundle import is_valid, pack_bundle, validate_bundle
 from polysql.leaderboard.merge import load_merged, validate_bundles
+from polysql.sweep.freshness import check_freshness
 
 
 @click.group("leaderboard")
@@ -28,6 +29,12 @@ def leaderboard_group() -> None:
               help="Dataset spec the sweep used, for runs that did not record it.")
 def leaderboard_pack(run_dir: Path, out: Path, dataset_spec: str | None) -> None:
     """Bundle a finished sweep (every question x predictor x engine) for submission."""
+    # A bundle publishes the records' numbers: none may describe inputs changed since.
+    freshness = check_freshness(run_dir)
+    if freshness.stale:
+        raise BundleError(f"refusing to pack stale records: {freshness.message()}")
+    if freshness.problem is not None:
+        console.print(f"[yellow]note:[/] {escape(str(freshness.message()))}", highlight=False)
     path = pack_bundle(run_dir, out, dataset_spec=dataset_spec)
     problems = validate_bundle(path)
     for problem in problems:

@@ -140,3 +140,17 @@ def test_a_database_gone_since_is_said_not_guessed(swept: tuple[Path, Path, Path
     assert freshness.stale == 0 and freshness.problem is not None
     assert "zoo.sqlite" in freshness.problem
     assert freshness.message() is not None and "cannot tell" in freshness.message()
+
+
+def test_stale_records_are_not_packed_for_a_leaderboard(swept: tuple[Path, Path, Path]) -> None:
+    run, _, preds = swept
+    result = CliRunner().invoke(main, ["leaderboard", "pack", str(run), "--out",
+                                       str(run.parent / "fresh-bundle")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    write_predictions(preds, {"0": GOLD, "1": "SELECT 1", "2": GOLD, "3": GOLD})
+    bundle = run.parent / "stale-bundle"
+    result = CliRunner().invoke(main, ["leaderboard", "pack", str(run), "--out", str(bundle)],
+                                catch_exceptions=False)
+    assert result.exit_code != 0
+    assert "refusing to pack stale records" in result.output and "2 of 16 records" in result.output
+    assert not bundle.exists()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from polysql_testkit.bird_layout import GOLD, make_bird
 from polysql_testkit.cli_runs import run_sweep as sweep
 
 from polysql.cli.main import main
@@ -18,27 +19,6 @@ from polysql.core.store import RESULTS_FILE
 from polysql.sweep.freshness import check_freshness
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
-
-GOLD = "SELECT count(*) FROM item"
-
-
-def make_bird(root: Path) -> Path:
-    """A BIRD-layout folder: database ``shop`` with questions 0 and 1, ``zoo`` with 2 and 3."""
-    questions = []
-    for db_id in ("shop", "zoo"):
-        folder = root / "dev_databases" / db_id
-        folder.mkdir(parents=True)
-        con = sqlite3.connect(folder / f"{db_id}.sqlite")
-        con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
-        con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b")])
-        con.commit()
-        con.close()
-        for n in range(2):
-            questions.append({"question_id": len(questions), "db_id": db_id, "question": f"q{n}",
-                              "evidence": "", "SQL": GOLD, "difficulty": "simple"})
-    (root / "dev.json").write_text(json.dumps(questions))
-    return root
-
 
 def write_predictions(path: Path, sql_by_question: dict[str, str]) -> Path:
     path.write_text("".join(json.dumps({"question_id": q, "sql": sql}) + "\n"

@@ -4,10 +4,10 @@ not. Real SQLite and DuckDB engines, the bundled demo dataset and hand-made BIRD
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
+from polysql_testkit.bird_layout import make_bird
 from polysql_testkit.cli_runs import run_sweep as sweep
 
 from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE, EXIT_STORE
@@ -135,29 +135,6 @@ def test_damaged_lines_are_dropped_by_an_atomic_rewrite(tmp_path: Path) -> None:
     assert "2 new records" not in output and "1 new records, 3 resumed" in output
     rows = [json.loads(line) for line in path.read_text().splitlines()]  # every line is JSON
     assert sorted(r["question_id"] for r in rows) == ["demo-001", "demo-002", "demo-003", "demo-004"]
-
-
-def make_bird(root: Path, *, empty_db: str | None = None) -> Path:
-    """A BIRD-layout folder with two databases; ``empty_db`` is written as a 0-byte file."""
-    questions = []
-    for db_id in ("shop", "zoo"):
-        folder = root / "dev_databases" / db_id
-        folder.mkdir(parents=True)
-        path = folder / f"{db_id}.sqlite"
-        if db_id == empty_db:
-            path.write_bytes(b"")
-        else:
-            con = sqlite3.connect(path)
-            con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
-            con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "a"), (2, "b")])
-            con.commit()
-            con.close()
-        for n in range(2):
-            questions.append({"question_id": len(questions), "db_id": db_id, "question": f"q{n}",
-                              "evidence": "", "SQL": "SELECT count(*) FROM item",
-                              "difficulty": "simple"})
-    (root / "dev.json").write_text(json.dumps(questions))
-    return root
 
 
 def test_an_empty_database_fails_the_run_and_no_accuracy_is_shown_over_nothing(tmp_path: Path) -> None:

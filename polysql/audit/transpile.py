@@ -16,6 +16,7 @@ timeout, row limit and comparison policy. The dataset's files are never modified
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +212,20 @@ def audit_transpile(run_dir: str | Path, *, dataset: Dataset | None = None,
     folder = Path(run_dir)
     observer = observer or AuditObserver()
     info, records = load_run(folder)
+    # run.json's dataset spec is as the sweep was given it: relative paths from where it ran
+    swept_in = info.get("cwd") if dataset is None and dataset_spec is None else None
+    if not (swept_in and Path(swept_in).is_dir()):
+        return _audit(folder, folder, info, records, dataset, dataset_spec, predictors, observer)
+    with contextlib.chdir(swept_in):
+        return _audit(folder.absolute(), folder, info, records, dataset, dataset_spec,
+                      predictors, observer)
+
+
+def _audit(path: Path, folder: Path, info: dict[str, Any], records: list[dict[str, Any]],
+           dataset: Dataset | None, dataset_spec: str | None, predictors: Sequence[str] | None,
+           observer: AuditObserver) -> TranspileAudit:
+    """:func:`audit_transpile` once the run is read; ``path`` reads the run folder, ``folder``
+    names it in messages."""
     if dataset is None:
         dataset = run_dataset(folder, info, dataset_spec)
     settings = info.get("settings") or {}
@@ -220,7 +235,7 @@ def audit_transpile(run_dir: str | Path, *, dataset: Dataset | None = None,
     resolve_policy(None, policy)  # a run.json edited by hand fails here, with the option's name
     audit = TranspileAudit(run_dir=str(folder), dataset=dataset.name, reference_dialect="",
                            judgements=[], timeout=timeout, max_rows=max_rows,
-                           pending=len(run_plan(folder).pending(records)))
+                           pending=len(run_plan(path).pending(records)))
     chosen = _select(records, dataset.name, predictors, folder)
     observer.start(len(chosen))
     sources = SourceDatabases(dataset, timeout=timeout, max_rows=max_rows)

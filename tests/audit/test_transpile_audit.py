@@ -10,7 +10,9 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import Result
+from polysql_testkit.bird_layout import make_bird
 
 from polysql.audit.tally import ALL, by_engine, by_tag
 from polysql.audit.transpile import (
@@ -200,3 +202,22 @@ def test_transpile_back_says_why_it_cannot() -> None:
     assert sql is None and why
     sql, why = transpile_back("SELECT 7 / 2", read="mysql", write="sqlite")
     assert why is None and sql is not None and "REAL" in sql
+
+
+def test_a_run_swept_with_a_relative_dataset_path_is_audited_from_anywhere(
+        polysql: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json keeps the dataset spec as the sweep was given it and the folder it ran in: the
+    audit finds a relative dataset path from there, wherever it is started."""
+    work = tmp_path / "work"
+    make_bird(work / "bird")
+    monkeypatch.chdir(work)
+    sweep(polysql, "--dataset", "bird:bird", "--predictor", "transpile,gold", "--engines",
+          "sqlite,duckdb", "--out", "run")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    audit = audit_transpile(work / "run")
+    assert len(audit.judgements) == 8 and not audit.warnings  # 4 questions x 2 predictors, duckdb
+    result = polysql("audit", "transpile", "../work/run", "--out", "audit")
+    assert result.exit_code == 0, result.output
+    assert (elsewhere / "audit" / "transpile_audit.csv").exists()

@@ -47,6 +47,25 @@ _RAW_PATTERNS = [
 ]
 
 
+# First keywords of statements that are not queries, across the dialects polysql speaks: text
+# beginning with one is refused even when the parser cannot read the rest of it.
+STATEMENT_WORDS = frozenset("""
+    ALTER ANALYZE ATTACH BACKUP BEGIN CACHE CALL CHECK CHECKPOINT CHECKSUM CLUSTER COMMENT
+    COMMIT COPY CREATE DEALLOCATE DELETE DETACH DISCARD DO DROP EXECUTE EXPORT FLUSH GRANT
+    HANDLER IMPORT INSERT INSTALL KILL LISTEN LOAD LOCK MERGE NOTIFY OPTIMIZE PRAGMA PREPARE
+    PURGE REFRESH REINDEX RELEASE RENAME REPAIR REPLACE RESET RESIGNAL RESTORE REVOKE ROLLBACK
+    SAVEPOINT SET SHUTDOWN SIGNAL START TRUNCATE UNDROP UNINSTALL UNLISTEN UNLOCK UPDATE UPSERT
+    USE VACUUM XA
+""".split())
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _leading_word(sql: str) -> str | None:
+    """The first word of ``sql`` after comments, upper-cased; None when there is none."""
+    match = re.match(r"\s*([A-Za-z_]+)", _COMMENTS.sub(" ", sql))
+    return match.group(1).upper() if match else None
+
+
 def _function_name(node: exp.Expression) -> str | None:
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
@@ -81,7 +100,14 @@ def screen(sql: str, dialect: str | None = None) -> str | None:
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except SqlglotError:
-        return None  # let the engine judge syntax the parser does not know
+        # Syntax the parser does not know is the engine's to judge -- unless the text begins
+        # with the keyword of a statement that is not a query (DO ..., HANDLER ...): then it is
+        # none, whatever follows. Any other first word (a typo, prose before the query) is left
+        # for the engine to report as the syntax error it is.
+        lead = _leading_word(sql)
+        if lead in STATEMENT_WORDS:
+            return f"only queries may run; this is {_with_article(lead)} statement"
+        return None
     if len(statements) > 1:
         return f"{len(statements)} statements given; evaluated SQL must be a single query"
     if not statements:

@@ -23,7 +23,6 @@ import pymysql
 from sqlalchemy.engine import URL
 
 from polysql.backends._common.cancel import Flight, Flights
-from polysql.backends._common.guard import screen
 from polysql.backends._common.pool import ConnectionPool
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import (
@@ -45,6 +44,7 @@ from polysql.backends.mysql.errors_routines import RoutineLookup
 from polysql.backends.mysql.execute import Backstop, Flavor, run_statement
 from polysql.backends.mysql.introspect import change_marker, introspect
 from polysql.backends.mysql.load import LoadSettings, drop_loaded_database, load_into_mysql
+from polysql.backends.mysql.screen import screen_statement
 from polysql.backends.mysql.setup import (
     EvaluationLogin,
     build_from_script,
@@ -262,7 +262,7 @@ class MySQLBackend(Backend):
     def _execute(self, sql: str, timeout: float, max_rows: int, flight: Flight) -> Result:
         started = time.perf_counter()
         if self.screen_sql:
-            reason = screen(sql, self.dialect)
+            reason = screen_statement(sql, self.dialect)
             if reason is not None:
                 return Result.failed("forbidden", reason, elapsed=time.perf_counter() - started,
                                      engine=self.name)

@@ -258,11 +258,14 @@ def test_rows_columns_and_engine_types(backend: MySQLBackend) -> None:
     assert result.rows[1][1] == "Bob "  # trailing space kept
 
 
-def test_a_statement_without_a_result_set_is_judged_as_such(backend: MySQLBackend) -> None:
+def test_a_statement_without_a_result_set_is_judged_as_such(evaluation: tuple[URL, URL],
+                                                            backend: MySQLBackend) -> None:
     """DO evaluates its expressions and returns nothing: the verdict says no result set came
-    back, rather than that zero columns could not be aligned."""
+    back, rather than that zero columns could not be aligned. (The statement screen refuses DO;
+    the server alone runs it.)"""
     gold = backend.execute("SELECT id FROM `Customer`")
-    pred = backend.execute("DO 1")
+    with connect(evaluation[0], screen=False) as unscreened:
+        pred = unscreened.execute("DO 1")
     assert pred.ok and pred.columns == [] and pred.rows == []
     verdict = polysql.compare(gold, pred)
     assert not verdict.match
@@ -517,6 +520,30 @@ HOSTILE = [
     "SELECT SLEEP(600)",
     "DO SLEEP(600)",
 ]
+
+
+@pytest.mark.parametrize(("sql", "reason"), [
+    ("DO GET_LOCK('polysql_evil', 1)", "this is a DO statement"),
+    ("HANDLER `Customer` OPEN", "this is a HANDLER statement"),
+    ("/* plain */ do sleep(1)", "this is a DO statement"),
+    ("/*!50000 DROP TABLE `Customer`*/", "only queries may run; this is a DROP statement"),
+    ("/*M!100100 DELETE FROM `Customer`*/", "this is a DELETE statement"),
+    ("SELECT 1 /*!50000 , GET_LOCK('polysql_evil', 1) */", "function get_lock()"),
+])
+def test_statements_the_parser_cannot_see_are_screened(backend: MySQLBackend, sql: str,
+                                                       reason: str) -> None:
+    """DO and HANDLER, which the parser cannot read, and code inside executable comments, which
+    the server runs but every parser skips: the screen refuses them like any other."""
+    result = backend.execute(sql)
+    assert result.error is not None and result.error.kind == "forbidden", result
+    assert reason in result.error.message
+    assert backend.execute("SELECT count(*) FROM `Customer`").rows == [(3,)]
+
+
+def test_executable_comments_that_hold_a_query_still_run(backend: MySQLBackend) -> None:
+    result = backend.execute("SELECT 1 AS one /*!50000 , 2 AS two */")
+    assert result.ok, result.error
+    assert result.rows == [(1, 2)]
 
 
 def _hostile(db: str, tag: str) -> list[str]:

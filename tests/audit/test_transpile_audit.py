@@ -208,16 +208,16 @@ def test_a_run_swept_with_a_relative_dataset_path_is_audited_from_anywhere(
         polysql: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run.json keeps the dataset spec as the sweep was given it and the folder it ran in: the
     audit finds a relative dataset path from there, wherever it is started."""
-    work = tmp_path / "work"
-    make_bird(work / "bird")
-    monkeypatch.chdir(work)
+    swept_in = tmp_path / "swept_in"
+    make_bird(swept_in / "bird")
+    monkeypatch.chdir(swept_in)
     sweep(polysql, "--dataset", "bird:bird", "--predictor", "transpile,gold", "--engines",
           "sqlite,duckdb", "--out", "run")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    audit = audit_transpile(work / "run")
+    audit = audit_transpile(swept_in / "run")
     assert len(audit.judgements) == 8 and not audit.warnings  # 4 questions x 2 predictors, duckdb
-    result = polysql("audit", "transpile", "../work/run", "--out", "audit")
+    result = polysql("audit", "transpile", "../swept_in/run", "--out", "audit")
     assert result.exit_code == 0, result.output
     assert (elsewhere / "audit" / "transpile_audit.csv").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -9,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 # Statements that run for a minute or more; a test stops one after a moment.
 SLOW = {
@@ -38,15 +41,34 @@ def sigint_to_main_thread(after: float = 0.5) -> Iterator[None]:
 INTERRUPTED = "interrupted"
 
 
-def ctrl_c_compare(db_url: str, gold_sql: str, *, after: float) -> tuple[int, str]:
+def _wait_until_open(pid: int, path: Path, limit: float = 120.0) -> None:
+    """Until process ``pid`` holds a file at or below ``path`` open (Linux's /proc), at most
+    ``limit`` seconds: then its start-up is over and it is working on that database, however
+    long a loaded machine took to import. Elsewhere, returns at once."""
+    fds = Path(f"/proc/{pid}/fd")
+    if not fds.is_dir():
+        return
+    target, deadline = str(path), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):  # a descriptor closed while listed; the process ended
+            if any(os.readlink(fd).startswith(target) for fd in fds.iterdir()):
+                return
+        time.sleep(0.05)
+
+
+def ctrl_c_compare(db_url: str, gold_sql: str, *, after: float,
+                   opens: Path | None = None) -> tuple[int, str]:
     """Run ``polysql compare`` on ``db_url`` with ``gold_sql`` as the gold, send it a real
     SIGINT ``after`` seconds in (start-up done, the gold running) and return its exit code and
-    output."""
+    output. ``opens``: the database's file or folder; the seconds then count from when the
+    process has it open, so a slow start-up (a loaded machine) is not interrupted instead."""
     process = subprocess.Popen(
         [sys.executable, "-m", "polysql.cli", "compare", "--db", db_url, "--gold", gold_sql,
          "--pred", "SELECT 1", "--timeout", "300"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        if opens is not None:
+            _wait_until_open(process.pid, opens)
         time.sleep(after)
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=60)

@@ -7,6 +7,7 @@ interrupt in its progress handler)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from polysql_testkit.interrupts import INTERRUPTED, SLOW, ctrl_c_compare, sigint_to_main_thread
@@ -28,9 +29,14 @@ def test_ctrl_c_stops_the_statement_and_raises_keyboard_interrupt(engine: str) -
 
 
 @pytest.mark.parametrize("engine", sorted(SLOW))
-def test_ctrl_c_stops_polysql_compare_as_interrupted(engine: str) -> None:
+def test_ctrl_c_stops_polysql_compare_as_interrupted(engine: str, tmp_path: Path) -> None:
+    database = tmp_path / f"empty.{engine}"
+    with polysql.connect(f"{engine}:///{database}", read_only=False) as writer:
+        writer.execute("SELECT 1")  # creates the file: the compare below opens it
+    assert database.exists()
     started = time.perf_counter()
-    code, output = ctrl_c_compare(f"{engine}://", SLOW[engine], after=2)
+    code, output = ctrl_c_compare(f"{engine}:///{database}", SLOW[engine], after=1,
+                                  opens=database)
     assert code == 130, output
     assert output.strip() == INTERRUPTED
     assert time.perf_counter() - started < 30

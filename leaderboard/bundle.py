@@ -30,7 +30,7 @@ from typing import Any
 
 from polysql.analysis.summary import STATUSES, summarize
 from polysql.core.errors import BundleError, PolysqlError
-from polysql.core.store import RUN_FILE, ResultsStore
+from polysql.core.store import RUN_FILE, ResultsStore, in_sweep_folder
 from polysql.core.version import __version__
 from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset
@@ -130,8 +130,7 @@ def pack_bundle(run_dir: str | Path, out_path: str | Path, *, dataset_spec: str 
     if not spec:
         raise BundleError(f"{run_dir / RUN_FILE} names no dataset; pass dataset_spec")
     # run.json's spec is as the sweep was given it: relative paths from the folder it ran in
-    folder = run_info.get("cwd") if dataset_spec is None else None
-    with contextlib.chdir(folder) if folder and Path(folder).is_dir() else contextlib.nullcontext():
+    with in_sweep_folder(run_info) if dataset_spec is None else contextlib.nullcontext():
         try:
             dataset = get_dataset(spec)
             fingerprint = dataset_fingerprint(dataset)  # reads the databases: inside the folder

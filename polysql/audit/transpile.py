@@ -28,7 +28,7 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.core.errors import ConfigError, DatasetError, ResultsStoreError
 from polysql.core.model import Result
-from polysql.core.store import RESULTS_FILE, ResultsStore, read_run_info, run_plan
+from polysql.core.store import RESULTS_FILE, ResultsStore, in_sweep_folder, read_run_info, run_plan
 from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset
 from polysql.engines.registry import connect
@@ -213,12 +213,10 @@ def audit_transpile(run_dir: str | Path, *, dataset: Dataset | None = None,
     observer = observer or AuditObserver()
     info, records = load_run(folder)
     # run.json's dataset spec is as the sweep was given it: relative paths from where it ran
-    swept_in = info.get("cwd") if dataset is None and dataset_spec is None else None
-    if not (swept_in and Path(swept_in).is_dir()):
-        return _audit(folder, folder, info, records, dataset, dataset_spec, predictors, observer)
-    with contextlib.chdir(swept_in):
-        return _audit(folder.absolute(), folder, info, records, dataset, dataset_spec,
-                      predictors, observer)
+    from_run = dataset is None and dataset_spec is None
+    path = folder.absolute()  # the run folder as given, wherever the dataset is read from
+    with in_sweep_folder(info) if from_run else contextlib.nullcontext():
+        return _audit(path, folder, info, records, dataset, dataset_spec, predictors, observer)
 
 
 def _audit(path: Path, folder: Path, info: dict[str, Any], records: list[dict[str, Any]],

@@ -11,10 +11,12 @@ engine) work every invocation asked for. Records present vs. work planned is wha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,6 +258,16 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
     if not isinstance(info, dict):
         raise ResultsStoreError(f"{path} is not a JSON object; use --fresh to start over")
     return info
+
+
+def in_sweep_folder(info: dict[str, Any]) -> AbstractContextManager[object]:
+    """While in it, the working folder is the one the sweep of ``info`` (its run.json) ran in,
+    so the relative paths run.json keeps (dataset spec, predictions files) resolve as they did
+    then. Nothing changes for a run.json without that folder, or when it no longer exists."""
+    folder = info.get("cwd")
+    if isinstance(folder, str) and Path(folder).is_dir():
+        return contextlib.chdir(folder)
+    return contextlib.nullcontext()
 
 
 def run_plan(run_dir: str | Path) -> RunPlan:

@@ -10,12 +10,11 @@ records that no longer match them.
 Checked: predictions files, the built-in predictors (gold, transpile, native-gold), the dataset's
 questions and source databases, and the contract version. Not checked: model answers (they
 depend on a model config and response cache a report does not have) and databases on engines
-polysql did not build (that needs a connection); those records are counted as unchecked.
+polysql did not build (that needs a connection); those records are left out of the counts.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 from polysql.core.errors import PolysqlError
 from polysql.core.predictor import Predictor, TargetEngine
-from polysql.core.store import ResultsStore, read_run_info
+from polysql.core.store import ResultsStore, in_sweep_folder, read_run_info
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
 from polysql.engines.registry import connect
@@ -47,7 +46,6 @@ class Freshness:
     changed: Counter[str] = field(default_factory=Counter)
     #: predictors whose stale records these are
     predictors: set[str] = field(default_factory=set)
-    unchecked: int = 0  # records of model predictors
     #: why nothing could be checked (the dataset or a predictions file cannot be read now)
     problem: str | None = None
 
@@ -72,9 +70,7 @@ def check_freshness(run_dir: Path) -> Freshness:
     records = ResultsStore(run_dir).latest_records()
     if info is None or not records:
         return freshness
-    # Paths in run.json (the dataset's, the predictions files') are as the sweep was given them.
-    folder = info.get("cwd")
-    with contextlib.chdir(folder) if folder and Path(folder).is_dir() else contextlib.nullcontext():
+    with in_sweep_folder(info):  # run.json's paths are as the sweep was given them
         try:
             dataset = get_dataset(str(info.get("dataset_spec", "")))
             predictors = _predictors(info.get("predictors", []), dataset)
@@ -119,8 +115,7 @@ def _compare(freshness: Freshness, records: list[dict[str, Any]], dataset: Datas
         predictor = predictors.get(str(record.get("predictor")))
         recorded = record.get("inputs")
         if predictor is None or not isinstance(recorded, dict):
-            freshness.unchecked += 1
-            continue
+            continue  # a model's answers: not checked (see the module docstring)
         freshness.checked += 1
         question = questions.get(str(record.get("question_id")))
         if question is None:

@@ -81,7 +81,9 @@ def classify_failures(outcomes: Outcomes, spec: ClassifierSpec, out_dir: Path,
 
 def build_report(run_dirs: Sequence[str | Path], out_dir: Path | None = None,
                  settings: Settings | None = None, classifier: ClassifierSpec | None = None,
-                 progress: Progress | None = None) -> ReportOutcome:
+                 progress: Progress | None = None, warnings: Sequence[str] = ()) -> ReportOutcome:
+    """Analyse the runs and write the report. ``warnings``: said first among the report's notes
+    (the caller's checks on the runs, e.g. that their records are stale)."""
 
     outcomes = load_runs(run_dirs)
     out = out_dir or default_out_dir(run_dirs)
@@ -98,6 +100,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: Path | None = None,
         findings.notes.insert(0, f"No error taxonomy: the classifier endpoint gave no answer "
                                  f"({unavailable}). Every other table is complete; run the report "
                                  f"again once the endpoint answers.")
+    findings.notes[:0] = list(warnings)
     paths = write_analysis(findings, out)
     if categories is not None:
         paths.append(out / CLASSIFICATIONS_FILE)

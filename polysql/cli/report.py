@@ -73,8 +73,12 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
             task.append(progress.add_task("classify failures", total=total))
         progress.update(task[0], completed=done)
 
+    # Checked first so the written report says it too, not only this screen.
+    checks = [check_freshness(run_dir) for run_dir in run_dirs]
+    stale = [f"{'STALE' if check.stale else 'UNCHECKED'}: {check.message()}" for check in checks
+             if check.message() is not None]
     with progress:
-        outcome = build_report(list(run_dirs), out, settings, classifier, advance)
+        outcome = build_report(list(run_dirs), out, settings, classifier, advance, warnings=stale)
     findings = outcome.findings
     table = Table(title="dialect difficulty tiers")
     for col in ("scope", "tier", "engine", "accuracy"):
@@ -83,15 +87,15 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, reference: str, alp
         table.add_row(row.scope, str(row.tier), row.engine, f"{100 * row.accuracy:.1f}%")
     stdout.print(table)
     for note in findings.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+        if note not in stale:  # printed below, in bold
+            console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     for run, count in findings.pending.items():
         console.print(f"[bold yellow]INCOMPLETE:[/] {escape(run)} has {count} pending record(s); "
                       "the report covers only what is recorded (finish the sweep first)",
                       highlight=False)
-    for run_dir in run_dirs:
-        stale = check_freshness(run_dir).message()
-        if stale is not None:
-            console.print(f"[bold yellow]STALE:[/] {escape(stale)}", highlight=False)
+    for warning in stale:
+        label, _, message = warning.partition(": ")
+        console.print(f"[bold yellow]{label}:[/] {escape(message)}", highlight=False)
     if outcome.usage:
         u = outcome.usage
         console.print(f"classifier: {u['calls']} calls, {u['cache_hits']} cached, {u['errors']} failed")

@@ -71,6 +71,8 @@ def test_a_predictions_file_fixed_after_the_sweep_makes_its_records_stale(
     assert code == 0, output
     assert "STALE:" in output and "2 of 16 records" in output and "predictions" in output
     assert f"--out {run}" in output
+    assert output.count("2 of 16 records") == 1  # said once on screen...
+    assert "STALE:" in (run / "analysis" / "report.md").read_text()  # ...and in the report
     # the sweep re-evaluates exactly those, after which the report is current again
     code, output = sweep("--dataset", f"bird:{swept[1]}", "--out", str(run), "--engines",
                          "sqlite,duckdb", "--predictor", f"m={preds},gold")
@@ -110,7 +112,8 @@ def test_a_predictions_file_gone_since_is_said_not_guessed(swept: tuple[Path, Pa
     assert freshness.problem is not None and "does not exist" in freshness.problem
     code, output = report(str(run), "--resamples", "100")
     assert code == 0, output
-    assert "cannot tell whether its records are current" in output
+    assert "UNCHECKED:" in output and "cannot tell whether its records are current" in output
+    assert "STALE" not in output
 
 
 def test_a_database_gone_since_is_said_not_guessed(swept: tuple[Path, Path, Path]) -> None:

@@ -10,17 +10,13 @@ import hashlib
 import json
 
 from polysql.datasets.base import Dataset
-from polysql.engines.registry import connect
+from polysql.engines.fingerprints import source_fingerprint
 
 
 def database_fingerprints(dataset: Dataset) -> dict[str, str]:
     """Content digest of each source database, by db_id (the same digest loads are keyed on):
     the source engine the dataset's URL names computes it, so no engine is named here."""
-    digests: dict[str, str] = {}
-    for db_id in dataset.db_ids():
-        with connect(dataset.database_url(db_id), read_only=True) as backend:
-            digests[db_id] = backend.fingerprint()
-    return digests
+    return {db_id: source_fingerprint(dataset, db_id) for db_id in dataset.db_ids()}
 
 
 def dataset_fingerprint(dataset: Dataset) -> str:

@@ -25,7 +25,7 @@ from polysql.core.predictor import Predictor, TargetEngine
 from polysql.core.store import ResultsStore, in_sweep_folder, read_run_info
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
-from polysql.engines.registry import connect
+from polysql.engines.fingerprints import source_fingerprint
 from polysql.sweep.inputs import CONTRACT, gold_digest
 from polysql.sweep.prediction_files import FilePredictor
 from polysql.sweep.predictors import BUILTIN_PREDICTORS, make_predictor
@@ -105,8 +105,7 @@ def _compare(freshness: Freshness, records: list[dict[str, Any]], dataset: Datas
 
     def database(db_id: str) -> str:
         if db_id not in fingerprints:
-            with connect(dataset.database_url(db_id), read_only=True) as source:
-                fingerprints[db_id] = source.fingerprint()
+            fingerprints[db_id] = source_fingerprint(dataset, db_id)
         return fingerprints[db_id]
 
     for record in records:

@@ -26,8 +26,8 @@ from polysql.core.store import RUN_FILE, ResultsStore, RunPlan, record_key
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
 from polysql.engines.copies import layout_digest, names_existing, open_existing
+from polysql.engines.fingerprints import source_fingerprint
 from polysql.engines.fleet import EngineFleet, parse_engine_specs
-from polysql.engines.registry import connect
 from polysql.llm.predictors import LLMOptions
 from polysql.llm.prompting import PromptSettings, SchemaCatalog
 from polysql.normalizers.compare import resolve_policy
@@ -83,8 +83,7 @@ class Sweep:
 
     def _database_fingerprint(self, db_id: str) -> str:
         """Content digest of a source database (what a record's verdict was computed over)."""
-        with connect(self.dataset.database_url(db_id), read_only=True) as source:
-            return source.fingerprint()
+        return source_fingerprint(self.dataset, db_id)
 
     def _target_fingerprint(self, engine: str, db_id: str) -> str | None:
         """Content digest of the existing database an engine evaluates on for ``db_id``; for

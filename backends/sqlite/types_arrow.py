@@ -53,7 +53,12 @@ _EXACT_FLOAT_INT = 2**53
 # driver types a column by its first values and refuses a real after integers.)
 _AS_DOUBLES = frozenset({"decimal", None})
 _BATCH_ROWS = 65_536
-_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
+# By table lookup, cheaper than arithmetic over every row: the days of month 0-99 in a common
+# year (0: no such month), and whether each year 0-9999 is a leap year.
+_DAYS_IN_MONTH = np.zeros(100, np.int16)
+_DAYS_IN_MONTH[1:13] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+_YEARS = np.arange(10_000)
+_LEAP_YEAR = (_YEARS % 4 == 0) & ((_YEARS % 100 != 0) | (_YEARS % 400 == 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,20 +108,38 @@ def _is_digit(values: np.ndarray) -> np.ndarray:
 def _real_days(head: np.ndarray) -> np.ndarray:
     """Per row of ten bytes shaped YYYY-MM-DD in ASCII digits: whether they name a real day
     (year 0001 or later, proleptic Gregorian, as SQLite's date() reads them)."""
-    digits = head.astype(np.int64) - ord("0")
+    # int16 holds every value below: a year is at most 9999
+    digits = head.astype(np.int16) - ord("0")
     year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
     month = digits[:, 5] * 10 + digits[:, 6]
     day = digits[:, 8] * 10 + digits[:, 9]
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    in_month = (month >= 1) & (month <= 12)
-    longest = _DAYS_IN_MONTH[np.where(in_month, month, 0)] + (leap & (month == 2))
-    return (year >= 1) & in_month & (day >= 1) & (day <= longest)
+    longest = _DAYS_IN_MONTH[month] + (_LEAP_YEAR[year] & (month == 2))
+    return (year >= 1) & (day >= 1) & (day <= longest)
 
 
-def _bytes_at(data: np.ndarray, starts: np.ndarray, first: int, stop: int) -> np.ndarray:
-    """Bytes ``first`` to ``stop`` (exclusive) of each string beginning at ``starts``, one row each
-    (every string must be at least ``stop`` bytes long)."""
-    return data[starts[:, None] + np.arange(first, stop)]
+class _StringBytes:
+    """Bytes at fixed positions of some strings of one array, one row per string.
+
+    When the strings all have one length and lie back to back (a column of dates or of
+    timestamps written alike, the common case), they are a matrix over the data buffer and
+    every read is a slice of it; otherwise each read gathers the bytes string by string."""
+
+    def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+        self.data, self.starts = data, starts
+        self.matrix: np.ndarray | None = None
+        if starts.size and (lengths == lengths[0]).all():
+            width = int(lengths[0])
+            if (np.diff(starts) == width).all():
+                first = int(starts[0])
+                self.matrix = data[first:first + width * starts.size].reshape(-1, width)
+
+    def at(self, which: np.ndarray | None, first: int, stop: int) -> np.ndarray:
+        """Bytes ``first`` to ``stop`` (exclusive) of the strings numbered ``which`` (None:
+        all), each at least ``stop`` bytes long."""
+        if self.matrix is not None and stop <= self.matrix.shape[1]:  # else: no string is asked
+            return self.matrix[:, first:stop] if which is None else self.matrix[which, first:stop]
+        starts = self.starts if which is None else self.starts[which]
+        return self.data[starts[:, None] + np.arange(first, stop)]
 
 
 def _chunk_date_counts(chunk: pa.Array) -> tuple[int, int]:
@@ -135,26 +158,27 @@ def _chunk_date_counts(chunk: pa.Array) -> tuple[int, int]:
     lengths = np.diff(offsets)
     rows = np.flatnonzero(valid_mask(chunk) & (lengths >= 10))
     starts, lengths = offsets[rows], lengths[rows]
-    head = _bytes_at(data, starts, 0, 10)
+    strings = _StringBytes(data, starts, lengths)
+    head = strings.at(None, 0, 10)
     day_like = (_is_digit(head[:, [0, 1, 2, 3, 5, 6, 8, 9]]).all(axis=1)
                 & (head[:, 4] == ord("-")) & (head[:, 7] == ord("-")))
     day_like[day_like] = _real_days(head[day_like])
     dates = int(np.count_nonzero(day_like & (lengths == 10)))
     # YYYY-MM-DD HH:MM, YYYY-MM-DD HH:MM:SS or YYYY-MM-DD HH:MM:SS.fff... (digits only)
-    stamp = day_like & ((lengths == 16) | (lengths == 19) | (lengths >= 21))
+    stamp = np.flatnonzero(day_like & ((lengths == 16) | (lengths == 19) | (lengths >= 21)))
     starts, lengths = starts[stamp], lengths[stamp]
-    clock = _bytes_at(data, starts, 10, 16)
+    clock = strings.at(stamp, 10, 16)
     hours = (clock[:, 1].astype(np.int64) - ord("0")) * 10 + clock[:, 2] - ord("0")
     fits = (((clock[:, 0] == ord(" ")) | (clock[:, 0] == ord("T")))
             & _is_digit(clock[:, [1, 2, 4, 5]]).all(axis=1) & (clock[:, 1] <= ord("2"))
             & (hours < 24) & (clock[:, 3] == ord(":")) & (clock[:, 4] <= ord("5")))
     with_seconds = np.flatnonzero(lengths >= 19)
-    seconds = _bytes_at(data, starts[with_seconds], 16, 19)
+    seconds = strings.at(stamp[with_seconds], 16, 19)
     fits[with_seconds] &= ((seconds[:, 0] == ord(":")) & _is_digit(seconds[:, 1:]).all(axis=1)
                            & (seconds[:, 1] <= ord("5")))
     with_fraction = np.flatnonzero(lengths >= 21)
     if with_fraction.size:
-        point = _bytes_at(data, starts[with_fraction], 19, 20)[:, 0] == ord(".")
+        point = strings.at(stamp[with_fraction], 19, 20)[:, 0] == ord(".")
         # Non-digits counted by a running total: none between byte 20 and the string's end.
         others = np.concatenate([[0], np.cumsum(~_is_digit(data), dtype=np.int64)])
         ends = starts[with_fraction] + lengths[with_fraction]

@@ -64,6 +64,11 @@ CASES = {
                                              "2020-01-01 10:00:00.é1", "2020-01-01é10:00",
                                              "2020-01-01 10:00:00.12", "2020-01-01 10:00"]),
     "integers and NULLs in a BOOLEAN column": ("BOOLEAN", [None, None, 1, 0, 7]),
+    # every string of one byte length: read as a matrix over the buffer, not string by string
+    "dates of one width among NULLs": ("DATE", [d for d in DATES if d is None or len(d.encode())
+                                                == 10] * 2),
+    "date-times of one width": ("DATETIME", [d for d in DATES if d and len(d.encode()) == 19]),
+    "date-times of one width, none a date": ("DATETIME", ["2020-01-0x 10:00:00"] * 3),
 }
 
 

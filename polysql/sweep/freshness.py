@@ -7,10 +7,11 @@ module recomputes, without executing anything, the digests a sweep would compare
 prediction, gold query and source database, and the comparison contract -- and counts the
 records that no longer match them.
 
-Checked: predictions files, the built-in predictors (gold, transpile, native-gold), the dataset's
-questions and source databases, and the contract version. Not checked: model answers (they
-depend on a model config and response cache a report does not have) and databases on engines
-polysql did not build (that needs a connection); those records are left out of the counts.
+Checked for every record: the dataset's questions and gold queries, its source databases, and the
+contract version; and the predictions themselves for predictions files and the built-in
+predictors (gold, transpile, native-gold). Not checked: what a model was asked (its prompt
+ingredients depend on a model config a report does not have) and databases on engines polysql
+did not build (that needs a connection).
 """
 
 from __future__ import annotations
@@ -111,19 +112,21 @@ def _compare(freshness: Freshness, records: list[dict[str, Any]], dataset: Datas
     for record in records:
         if record.get("dataset") != dataset.name:
             continue
-        predictor = predictors.get(str(record.get("predictor")))
         recorded = record.get("inputs")
-        if predictor is None or not isinstance(recorded, dict):
-            continue  # a model's answers: not checked (see the module docstring)
+        if not isinstance(recorded, dict):
+            continue  # a record from before inputs were kept: nothing to compare with
+        predictor = predictors.get(str(record.get("predictor")))
         freshness.checked += 1
         question = questions.get(str(record.get("question_id")))
         if question is None:
             changed = ["question"]
         else:
-            engine = TargetEngine(name=str(record.get("engine")), dialect=str(record.get("dialect")))
-            today = {"prediction": predictor.input_digest(question, engine),
-                     "gold": gold_digest(question), "database": database(question.db_id),
+            today = {"gold": gold_digest(question), "database": database(question.db_id),
                      "contract": CONTRACT}
+            if predictor is not None:  # a model's prompt is not rebuilt (see the docstring)
+                engine = TargetEngine(name=str(record.get("engine")),
+                                      dialect=str(record.get("dialect")))
+                today["prediction"] = predictor.input_digest(question, engine)
             changed = [key for key, digest in today.items() if recorded.get(key) != digest]
         if changed:
             freshness.stale += 1

@@ -9,15 +9,18 @@ failing requests can be checked exactly. The real-model run is test_llm_sweep.py
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from polysql_testkit.bird_layout import GOLD, make_bird
 from polysql_testkit.openai_emulator import Reply
 
 from polysql.cli.main import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_STORE, main
 from polysql.core.store import ResultsStore
+from polysql.sweep.freshness import check_freshness
 
 pytest.importorskip("jinja2", reason="prompt templates need Jinja2 (polysql[llm])")
 
@@ -180,3 +183,26 @@ def test_a_missing_api_key_is_named_before_any_work(tmp_path: Path, isolated_cac
     code, output = sweep("--model", "emu", "--config", str(config), "--out", str(tmp_path / "run"))
     assert code == EXIT_CONFIG
     assert "$POLYSQL_TEST_NO_SUCH_KEY" in output and "not set" in output
+
+
+def test_a_models_records_are_stale_once_its_database_changes(
+        openai_emulator: Any, isolated_cache: Path, tmp_path: Path) -> None:
+    """What a model was asked is not rebuilt by a report (no model config there), but the rest
+    of its records' inputs are: a database replaced after the sweep makes them stale."""
+    openai_emulator.responder = lambda body: Reply(text=f"```sql\n{GOLD}\n```")
+    root = make_bird(tmp_path / "bird")
+    config = write_config(tmp_path, openai_emulator.base_url)
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, ["sweep", "--dataset", f"bird:{root}", "--engines", "sqlite",
+                                       "--model", "emu", "--config", str(config), "--out",
+                                       str(run)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert check_freshness(run).message() is None
+
+    with sqlite3.connect(root / "dev_databases" / "zoo" / "zoo.sqlite") as con:
+        con.execute("INSERT INTO item VALUES (3, 'c')")
+    freshness = check_freshness(run)
+    assert (freshness.checked, freshness.stale, freshness.predictors) == (4, 2, {"llm:emu"})
+    assert freshness.changed == {"database": 2}
+    output = CliRunner().invoke(main, ["report", str(run)], catch_exceptions=False).output
+    assert "STALE" in output and "2 of 4 records" in output, output

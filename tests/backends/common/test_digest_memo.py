@@ -83,27 +83,20 @@ def test_a_replaced_file_and_a_new_companion_are_read_again(tmp_path: Path, cach
     assert file_digest(path, wal) == sha(b"two", b"log")
 
 
-def test_a_recently_written_file_is_not_remembered(tmp_path: Path, cache: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(digest_memo, "SMALLEST_BYTES", 1)  # settle time kept: 2 s
+@pytest.mark.parametrize(("kept", "patched"), [
+    ("settle time (2 s): a file written just now", "SMALLEST_BYTES"),
+    ("size threshold (16 MB): a small file", "SETTLE_SECONDS"),
+])
+def test_fresh_or_small_files_are_read_every_time(kept: str, patched: str, tmp_path: Path,
+                                                  cache: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(digest_memo, patched, 0 if patched == "SETTLE_SECONDS" else 1)
     path = tmp_path / "db.sqlite"
-    path.write_bytes(b"fresh")
+    path.write_bytes(b"fresh and small")
     compute, calls = counted(lambda: sha(path.read_bytes()))
     digest_memo.remembered_digest((path,), compute)
     digest_memo.remembered_digest((path,), compute)
-    assert len(calls) == 2
-
-
-def test_small_files_are_read_every_time(tmp_path: Path, cache: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(digest_memo, "SETTLE_SECONDS", 0.0)  # size threshold kept: 16 MB
-    path = tmp_path / "db.sqlite"
-    path.write_bytes(b"small")
-    compute, calls = counted(lambda: sha(path.read_bytes()))
-    digest_memo.remembered_digest((path,), compute)
-    digest_memo.remembered_digest((path,), compute)
-    assert len(calls) == 2
-    assert not (cache / digest_memo.MEMO_FILE).exists()
+    assert len(calls) == 2, kept
 
 
 def test_a_file_changed_while_read_is_not_remembered(tmp_path: Path, cache: Path,

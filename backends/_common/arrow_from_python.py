@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as types
 
-from polysql.core.arrow_buffers import numpy_dtype
+from polysql.core.arrow_buffers import numpy_dtype, python_type
 
 
 def python_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
@@ -30,7 +30,7 @@ def python_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
     count = len(values)
     present = [v for v in values if v is not None]
     kinds = set(map(type, present))
-    expected = _python_type(type_)
+    expected = python_type(type_)
     if expected is None or not kinds <= {expected}:
         return None
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=count)
@@ -59,23 +59,6 @@ def python_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
         return None
     data = b"".join(u.to_bytes(16, "little", signed=True) for u in unscaled)  # type: ignore[union-attr]
     return pa.Array.from_buffers(type_, count, [bitmap, pa.py_buffer(data)])
-
-
-def _python_type(type_: pa.DataType) -> type | None:
-    """The one Python type a driver returns for a value of ``type_``; None: not covered."""
-    if types.is_integer(type_):
-        return int
-    if types.is_float32(type_) or types.is_float64(type_):
-        return float
-    if types.is_boolean(type_):
-        return bool
-    if types.is_string(type_) or types.is_large_string(type_):
-        return str
-    if types.is_binary(type_) or types.is_large_binary(type_):
-        return bytes
-    if types.is_decimal128(type_):
-        return Decimal
-    return None
 
 
 def _variable(type_: pa.DataType, encoded: list[bytes], bitmap: pa.Buffer | None) -> pa.Array | None:

@@ -9,8 +9,11 @@ Arrow results pays for pandas it never uses.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.types as types
 
 
 def valid_mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -43,3 +46,21 @@ def numpy_dtype(type_: pa.DataType) -> np.dtype:
     """The NumPy dtype of a fixed-width integer or floating Arrow type (no pandas involved:
     ``to_pandas_dtype`` only maps the type)."""
     return np.dtype(type_.to_pandas_dtype())
+
+
+def python_type(type_: pa.DataType) -> type | None:
+    """The one Python type every value of ``type_`` is as a Python object (``as_py()``, or a
+    driver's row); None for a type not covered here."""
+    if types.is_integer(type_):
+        return int
+    if types.is_float32(type_) or types.is_float64(type_):  # float16 gives numpy scalars
+        return float
+    if types.is_boolean(type_):
+        return bool
+    if types.is_string(type_) or types.is_large_string(type_):
+        return str
+    if types.is_binary(type_) or types.is_large_binary(type_):
+        return bytes
+    if types.is_decimal128(type_):
+        return Decimal
+    return None

@@ -115,21 +115,17 @@ class ArrowColumn(Sequence[Any]):
         return iter(self.as_list())
 
     def _kind(self) -> type | None:
-        """The Python type of this column's values, when its Arrow type has exactly one."""
+        """The Python type of this column's values, when its Arrow type has exactly one among
+        those the comparison reads off the type (NULL, int, float, bool, str)."""
         import pyarrow.types as types
+
+        from polysql.core.arrow_buffers import python_type
 
         arrow = self.array.type
         if types.is_null(arrow):
             return NoneType
-        if types.is_integer(arrow):
-            return int
-        if types.is_float32(arrow) or types.is_float64(arrow):  # float16 gives numpy scalars
-            return float
-        if types.is_boolean(arrow):
-            return bool
-        if types.is_string(arrow) or types.is_large_string(arrow):
-            return str
-        return None
+        kind = python_type(arrow)
+        return kind if kind in (int, float, bool, str) else None
 
     def python_types(self) -> frozenset[type] | None:
         """The set of Python types ``as_list()`` would hold, read off the Arrow type and NULL

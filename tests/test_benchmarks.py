@@ -9,6 +9,7 @@ table and write a PNG.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +22,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: the databases benchmarks/load_bench.py loads into on the servers
 BENCH_DATABASES = {"polysql_load_bench", "polysql_insert_bench", "pgloader_load_bench",
-                   "load_data_bench", "s2m_load_bench"}
+                   "load_data_bench", "load_data_keys_bench", "s2m_load_bench"}
 
 
 def run_benchmark(script: str, tmp_path: Path, *args: str) -> str:
@@ -74,6 +75,8 @@ def test_load_bench_against_the_servers(tmp_path: Path) -> None:
     # every polysql copy is checked row for row against the source
     assert output.count("identical") >= 3 and "DIFFERENT" not in output, output
     assert "polysql INSERTs" in output
+    if shutil.which("mariadb") or shutil.which("mysql"):  # the LOAD DATA anchors need a client
+        assert "LOAD DATA + keys" in output, output
     # and leaves none of its databases behind on the servers
     assert not set(_databases(pg, "SELECT datname FROM pg_database")) & BENCH_DATABASES
     assert not set(_databases(mysql, "SHOW DATABASES")) & BENCH_DATABASES

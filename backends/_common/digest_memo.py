@@ -31,7 +31,7 @@ from polysql.core.paths import cache_dir
 SMALLEST_BYTES = 16 << 20
 #: a file changed more recently than this before it was read is not remembered (see above)
 SETTLE_SECONDS = 2.0
-MEMO_FILE = "file-digests.sqlite"
+MEMO_FILE = "file-digests.db"
 _BUSY_SECONDS = 2.0
 _KEPT_ENTRIES = 10_000
 

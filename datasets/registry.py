@@ -22,6 +22,7 @@ from importlib import import_module
 from pathlib import Path
 
 from polysql.core.errors import DatasetError
+from polysql.core.paths import path_in
 from polysql.datasets.base import Dataset
 from polysql.datasets.demo import DemoDataset
 from polysql.datasets.options import check_options, parse_options
@@ -118,6 +119,23 @@ def _split_options(text: str) -> tuple[str, str]:
     if sep and "=" in tail:
         return head, tail
     return text, ""
+
+
+def spec_in(folder: Path | None, spec: str) -> str:
+    """``spec`` with its dataset path read from ``folder`` when relative (None: as it is): how a
+    spec a sweep recorded is read from elsewhere. Options stay as they are (their paths are
+    read from the dataset's folder)."""
+    if folder is None:
+        return spec
+    body, option_text = _split_options(spec.strip())
+    options = f"?{option_text}" if option_text else ""
+    name, sep, rest = body.partition(":")
+    kind = _BY_NAME.get(name.lower())
+    if kind is not None:
+        if not (kind.needs_path and sep and rest):
+            return spec
+        return f"{name}:{path_in(folder, rest)}{options}"
+    return path_in(folder, body) + options
 
 
 def get_dataset(spec: str) -> Dataset:

@@ -12,7 +12,6 @@ was not checked). Use :func:`is_valid` rather than ``not problems``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -30,10 +29,10 @@ from typing import Any
 
 from polysql.analysis.summary import STATUSES, summarize
 from polysql.core.errors import BundleError, PolysqlError
-from polysql.core.store import RUN_FILE, ResultsStore, in_sweep_folder
+from polysql.core.store import RUN_FILE, ResultsStore, sweep_folder
 from polysql.core.version import __version__
 from polysql.datasets.base import Dataset
-from polysql.datasets.registry import get_dataset
+from polysql.datasets.registry import get_dataset, spec_in
 from polysql.leaderboard.fingerprint import dataset_fingerprint
 
 FORMAT = "polysql-bundle"
@@ -130,13 +129,13 @@ def pack_bundle(run_dir: str | Path, out_path: str | Path, *, dataset_spec: str 
     if not spec:
         raise BundleError(f"{run_dir / RUN_FILE} names no dataset; pass dataset_spec")
     # run.json's spec is as the sweep was given it: relative paths from the folder it ran in
-    with in_sweep_folder(run_info) if dataset_spec is None else contextlib.nullcontext():
-        try:
-            dataset = get_dataset(spec)
-            fingerprint = dataset_fingerprint(dataset)  # reads the databases: inside the folder
-        except PolysqlError as exc:
-            raise BundleError(f"cannot load dataset {spec!r} of run {run_dir}: {exc}; "
-                              "pass the dataset spec the sweep used (dataset_spec)") from exc
+    read = spec if dataset_spec is not None else spec_in(sweep_folder(run_info), spec)
+    try:
+        dataset = get_dataset(read)
+        fingerprint = dataset_fingerprint(dataset)
+    except PolysqlError as exc:
+        raise BundleError(f"cannot load dataset {spec!r} of run {run_dir}: {exc}; "
+                          "pass the dataset spec the sweep used (dataset_spec)") from exc
     records = ResultsStore(run_dir).latest_records()
     if not records:
         raise BundleError(f"{run_dir} holds no sweep records; run `polysql sweep --out {run_dir}` first")

@@ -16,7 +16,6 @@ timeout, row limit and comparison policy. The dataset's files are never modified
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +27,9 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.core.errors import ConfigError, DatasetError, ResultsStoreError
 from polysql.core.model import Result
-from polysql.core.store import RESULTS_FILE, ResultsStore, in_sweep_folder, read_run_info, run_plan
+from polysql.core.store import RESULTS_FILE, ResultsStore, read_run_info, run_plan, sweep_folder
 from polysql.datasets.base import Dataset
-from polysql.datasets.registry import get_dataset
+from polysql.datasets.registry import get_dataset, spec_in
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import resolve_policy
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
@@ -194,7 +193,8 @@ def run_dataset(run_dir: Path, info: dict[str, Any], spec: str | None) -> Datase
         raise DatasetError(f"{run_dir / 'run.json'} does not say which dataset was swept; "
                            "pass it with --dataset SPEC")
     try:
-        return get_dataset(str(chosen))
+        # run.json's spec is as the sweep was given it: relative paths from where it ran
+        return get_dataset(str(chosen) if spec else spec_in(sweep_folder(info), str(chosen)))
     except DatasetError as exc:
         if spec:
             raise
@@ -212,18 +212,13 @@ def audit_transpile(run_dir: str | Path, *, dataset: Dataset | None = None,
     folder = Path(run_dir)
     observer = observer or AuditObserver()
     info, records = load_run(folder)
-    # run.json's dataset spec is as the sweep was given it: relative paths from where it ran
-    from_run = dataset is None and dataset_spec is None
-    path = folder.absolute()  # the run folder as given, wherever the dataset is read from
-    with in_sweep_folder(info) if from_run else contextlib.nullcontext():
-        return _audit(path, folder, info, records, dataset, dataset_spec, predictors, observer)
+    return _audit(folder, info, records, dataset, dataset_spec, predictors, observer)
 
 
-def _audit(path: Path, folder: Path, info: dict[str, Any], records: list[dict[str, Any]],
+def _audit(folder: Path, info: dict[str, Any], records: list[dict[str, Any]],
            dataset: Dataset | None, dataset_spec: str | None, predictors: Sequence[str] | None,
            observer: AuditObserver) -> TranspileAudit:
-    """:func:`audit_transpile` once the run is read; ``path`` reads the run folder, ``folder``
-    names it in messages."""
+    """:func:`audit_transpile` once the run is read."""
     if dataset is None:
         dataset = run_dataset(folder, info, dataset_spec)
     settings = info.get("settings") or {}
@@ -233,7 +228,7 @@ def _audit(path: Path, folder: Path, info: dict[str, Any], records: list[dict[st
     resolve_policy(None, policy)  # a run.json edited by hand fails here, with the option's name
     audit = TranspileAudit(run_dir=str(folder), dataset=dataset.name, reference_dialect="",
                            judgements=[], timeout=timeout, max_rows=max_rows,
-                           pending=len(run_plan(path).pending(records)))
+                           pending=len(run_plan(folder).pending(records)))
     chosen = _select(records, dataset.name, predictors, folder)
     observer.start(len(chosen))
     sources = SourceDatabases(dataset, timeout=timeout, max_rows=max_rows)

@@ -22,3 +22,9 @@ def cache_dir() -> Path:
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def path_in(folder: Path | None, path: str) -> str:
+    """``path`` as read from ``folder`` (None: as it is): a relative path joined to it."""
+    expanded = Path(path).expanduser()
+    return path if folder is None or expanded.is_absolute() else str(folder / expanded)

@@ -11,12 +11,10 @@ engine) work every invocation asked for. Records present vs. work planned is wha
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,14 +258,14 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any] | None:
     return info
 
 
-def in_sweep_folder(info: dict[str, Any]) -> AbstractContextManager[object]:
-    """While in it, the working folder is the one the sweep of ``info`` (its run.json) ran in,
-    so the relative paths run.json keeps (dataset spec, predictions files) resolve as they did
-    then. Nothing changes for a run.json without that folder, or when it no longer exists."""
+def sweep_folder(info: dict[str, Any]) -> Path | None:
+    """The folder the sweep of ``info`` (its run.json) ran in, which the relative paths run.json
+    keeps (dataset spec, predictions files) are read from; None for a run.json without it, or
+    when that folder no longer exists (the paths are then read from the current folder)."""
     folder = info.get("cwd")
     if isinstance(folder, str) and Path(folder).is_dir():
-        return contextlib.chdir(folder)
-    return contextlib.nullcontext()
+        return Path(folder)
+    return None
 
 
 def run_plan(run_dir: str | Path) -> RunPlan:

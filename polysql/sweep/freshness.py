@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from polysql.core.errors import PolysqlError
+from polysql.core.paths import path_in
 from polysql.core.predictor import Predictor, TargetEngine
-from polysql.core.store import ResultsStore, in_sweep_folder, read_run_info
+from polysql.core.store import ResultsStore, read_run_info, sweep_folder
 from polysql.datasets.base import Dataset, Question
-from polysql.datasets.registry import get_dataset
+from polysql.datasets.registry import get_dataset, spec_in
 from polysql.engines.fingerprints import source_fingerprint
 from polysql.sweep.inputs import CONTRACT, gold_digest
 from polysql.sweep.prediction_files import FilePredictor
@@ -71,18 +72,20 @@ def check_freshness(run_dir: Path) -> Freshness:
     records = ResultsStore(run_dir).latest_records()
     if info is None or not records:
         return freshness
-    with in_sweep_folder(info):  # run.json's paths are as the sweep was given them
-        try:
-            dataset = get_dataset(str(info.get("dataset_spec", "")))
-            predictors = _predictors(info.get("predictors", []), dataset)
-            _compare(freshness, records, dataset, predictors)
-        except (PolysqlError, OSError) as exc:  # a dataset, file or database gone since
-            return Freshness(run_dir, problem=str(exc))
+    folder = sweep_folder(info)  # run.json's paths are as the sweep was given them there
+    try:
+        dataset = get_dataset(spec_in(folder, str(info.get("dataset_spec", ""))))
+        predictors = _predictors(info.get("predictors", []), dataset, folder)
+        _compare(freshness, records, dataset, predictors)
+    except (PolysqlError, OSError) as exc:  # a dataset, file or database gone since
+        return Freshness(run_dir, problem=str(exc))
     return freshness
 
 
-def _predictors(described: list[Any], dataset: Dataset) -> dict[str, Predictor[Question]]:
-    """The run's predictors that can be rebuilt without a model: files and built-ins."""
+def _predictors(described: list[Any], dataset: Dataset,
+                folder: Path | None) -> dict[str, Predictor[Question]]:
+    """The run's predictors that can be rebuilt without a model: files (their paths read from
+    ``folder``) and built-ins."""
     predictors: dict[str, Predictor[Question]] = {}
     for entry in described:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
@@ -90,7 +93,8 @@ def _predictors(described: list[Any], dataset: Dataset) -> dict[str, Predictor[Q
         name = entry["name"]
         if "path" in entry:
             options = "&".join(f"{key}={entry[key]}" for key in ("format", "dialect") if key in entry)
-            predictor = make_predictor(f"{name}={entry['path']}" + (f"?{options}" if options else ""))
+            path = path_in(folder, str(entry["path"]))
+            predictor = make_predictor(f"{name}={path}" + (f"?{options}" if options else ""))
             if isinstance(predictor, FilePredictor):
                 predictor.align(dataset.questions, dataset=dataset.name)
             predictors[name] = predictor

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from polysql_testkit.bird_layout import make_bird
 
 from polysql.core.errors import DatasetError
 from polysql.datasets.demo import DemoDataset
@@ -15,6 +16,7 @@ from polysql.datasets.registry import (
     detect_kind,
     get_dataset,
     list_datasets,
+    spec_in,
 )
 
 BIRD_ENTRY = {"question_id": 1, "db_id": "shop", "question": "q?", "SQL": "SELECT 1"}
@@ -107,3 +109,24 @@ def test_malformed_options(bird_folder: Callable[..., Path]) -> None:
         get_dataset(f"bird:{root}?split=dev&split=train")
     with pytest.raises(DatasetError, match="'split' is empty"):
         get_dataset(f"bird:{root}?split=")
+
+
+@pytest.mark.parametrize(("spec", "read"), [
+    ("bird:data/bird", "bird:/runs/here/data/bird"),
+    ("bird:data/bird?split=train&databases=dbs", "bird:/runs/here/data/bird?split=train&databases=dbs"),
+    ("spider:/abs/spider", "spider:/abs/spider"),
+    ("data/generic?name=x", "/runs/here/data/generic?name=x"),
+    ("demo", "demo"),
+    ("demo?limit=3", "demo?limit=3"),
+    ("bird:", "bird:"),  # no path: left for get_dataset to refuse
+])
+def test_a_recorded_spec_is_read_from_the_folder_its_sweep_ran_in(spec: str, read: str) -> None:
+    assert spec_in(Path("/runs/here"), spec) == read
+    assert spec_in(None, spec) == spec
+
+
+def test_a_spec_read_from_another_folder_loads_from_there(tmp_path: Path) -> None:
+    make_bird(tmp_path / "bird")
+    dataset = get_dataset(spec_in(tmp_path, "bird:bird"))
+    assert Path.cwd() != tmp_path
+    assert len(dataset.questions) == 4

@@ -95,7 +95,7 @@ def golds_cmd(dataset: str, engines: str, out: Path | None, timeout: float, max_
               no_cache: bool, fresh: bool) -> None:
     """Dual-execute every native gold of DATASET against its reference gold; list where they
     disagree, per engine."""
-    loaded = get_dataset(dataset)  # the sweep loads it again; this one fails early and cheaply
+    loaded = get_dataset(dataset)  # before any engine starts: a bad spec fails at once
     require_native_golds(loaded)
     questions = _selected(loaded.questions, question_ids, limit)
     items = split_items(engines)
@@ -114,7 +114,7 @@ def golds_cmd(dataset: str, engines: str, out: Path | None, timeout: float, max_
                          limit=limit, policy=policy, use_cache=not no_cache, fresh=fresh)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[acc]}"), TimeElapsedColumn(), console=console)
-    runner = Sweep(config, RichObserver(progress))
+    runner = Sweep(config, RichObserver(progress), dataset=loaded)
     with progress:
         outcome = runner.run()
     for problem in outcome.problems:

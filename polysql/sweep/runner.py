@@ -46,7 +46,9 @@ from polysql.sweep.work import SweepWork
 
 
 class Sweep:
-    def __init__(self, config: SweepConfig, observer: SweepObserver | None = None) -> None:
+    def __init__(self, config: SweepConfig, observer: SweepObserver | None = None, *,
+                 dataset: Dataset | None = None) -> None:
+        """``dataset``: ``config.dataset`` already loaded by the caller (else loaded here)."""
         self.config = config
         self.observer = observer or SweepObserver()
         if config.timeout <= 0:
@@ -55,7 +57,7 @@ class Sweep:
             raise ConfigError(f"max_rows must be positive, got {config.max_rows}")
         # a bad --policy must fail here, not in the middle of the sweep after engines loaded
         resolve_policy(None, config.policy)
-        self.dataset: Dataset = get_dataset(config.dataset)
+        self.dataset: Dataset = dataset if dataset is not None else get_dataset(config.dataset)
         self.llm_options: LLMOptions | None = None  # set when models are swept
         self.predictors = self._make_predictors(config)
         self.engines = parse_engine_specs(config.engines)

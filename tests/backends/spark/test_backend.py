@@ -661,7 +661,9 @@ def test_spark_connect_load_evaluate_and_drop(spark_backend_class: type, connect
         assert evaluation.execute("SELECT * FROM no_such_table").error.kind == "runtime"
         timed_out = evaluation.execute(SLOW_QUERY, timeout=1.0)
         assert timed_out.error is not None and timed_out.error.kind == "timeout"
-        assert evaluation.execute("SELECT count(*) FROM order_items").rows == [(1,)]
+        after = evaluation.execute("SELECT count(*) FROM order_items")
+        # an error here (e.g. unavailable: the cancelled job's tasks kept the slots) is said as such
+        assert after.error is None and after.rows == [(1,)], after.error
         assert list(tmp_path.iterdir()) == []
     with spark_backend_class.connect(url, read_only=False) as target:
         drop_database(target)

@@ -8,6 +8,14 @@ model's timeout. So after a cancel the next statement first checks that a one-ta
 a slot; if none frees within ``SETTLE_WAIT`` seconds, the statement is not run and reports the
 engine ``unavailable`` (an outage, never a verdict against the model).
 
+A job can also escape the cancel altogether. With adaptive execution, Spark submits a shuffle
+stage's job from a thread of its own; a cancel that lands between that thread's check and its
+submission leaves a job that carries the statement's tags but was never told to stop. On Spark
+Connect nothing a client can send reaches it afterwards: the server interrupts an operation once
+and forgets it, ``interruptTag``/``interruptAll`` walk only the operations it still holds, and
+releasing the session cancels no jobs (seen on Spark 4.3). Such a job holds its slots until it
+ends on its own, so the probe reports the engine unavailable until then or until a restart.
+
 The record is kept per engine (a Spark Connect server, or this process's driver), not per
 session, so a reconnect after an ``unavailable`` result still checks first.
 """
@@ -57,5 +65,6 @@ def unsettled_message(statement: str, waited: float) -> str:
     shown = " ".join(statement.split())
     shown = shown if len(shown) <= 120 else shown[:117] + "..."
     return (f"Spark still has no free task slot {waited:g}s after cancelling {shown!r}: its "
-            f"tasks did not stop when cancelled (work inside one row is not interruptible). "
+            f"tasks did not stop when cancelled (work inside one row is not interruptible, or "
+            f"Spark started one of its jobs after the cancel, which no client call can stop). "
             f"Restart the Spark engine; until then its backlog would be counted as timeouts")

@@ -66,8 +66,22 @@ class _Tagging:
             self.session.interruptTag(tag)
             return
         context = self.session.sparkContext
-        context.cancelJobGroup(tag)
+        _cancel_group_and_its_later_jobs(context, tag)
         context.cancelJobsWithTag(tag)
+
+
+def _cancel_group_and_its_later_jobs(context: Any, tag: str) -> None:
+    """Cancel the job group ``tag`` and refuse its jobs submitted from now on.
+
+    With adaptive execution Spark submits a shuffle stage's job from a thread of its own, which
+    can do so just after a cancel; a plain ``cancelJobGroup`` never stops that job, and it holds
+    its task slots until it ends (see execute_settle.py). Spark 4 can also cancel the group's
+    later jobs, through the Scala context only; every group is one statement's, so nothing else
+    is refused. Spark 3.5 lacks it and keeps the plain cancel."""
+    try:
+        context._jsc.sc().cancelJobGroupAndFutureJobs(tag)
+    except Exception:  # Spark 3.5 (no such method), or a driver already stopped
+        context.cancelJobGroup(tag)
 
 
 @dataclass(slots=True)

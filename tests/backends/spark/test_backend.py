@@ -448,6 +448,24 @@ def test_timeout_cancels_the_job_and_the_session_recovers(backend: Any) -> None:
     assert statuses.getActiveJobsIds() == []
 
 
+def test_a_cancel_also_refuses_the_statements_later_jobs(backend: Any) -> None:
+    """Adaptive execution submits a shuffle stage's job from a thread of its own, and that can
+    happen just after the statement was cancelled: such a job must be refused, not left to run
+    on (and hold its task slots) because the cancel came first."""
+    from polysql.backends.spark.execute import _Tagging
+
+    tag = "polysql-test-job-after-its-cancel"
+    _Tagging(backend.session, connect=False).cancel(tag)
+    context = backend.session.sparkContext
+    context.setJobGroup(tag, "a job submitted after its group was cancelled", True)
+    try:
+        with pytest.raises(Exception, match="(?i)cancel"):
+            backend.session.sql("SELECT count(*) FROM range(10)").collect()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert backend.session.sql("SELECT count(*) FROM range(10)").collect()[0][0] == 10
+
+
 
 def test_ctrl_c_stops_the_statement_before_the_process_exits(loaded: str) -> None:
     """Ctrl-C while Spark runs a statement for the main thread: the statement is cancelled and

@@ -25,7 +25,7 @@ from polysql.core.predictor import Predictor
 from polysql.core.store import RUN_FILE, ResultsStore, RunPlan, record_key
 from polysql.datasets.base import Dataset, Question
 from polysql.datasets.registry import get_dataset
-from polysql.engines.copies import layout_digest, names_existing, open_existing
+from polysql.engines.copies import layout_digest, names_existing
 from polysql.engines.fingerprints import source_fingerprint
 from polysql.engines.fleet import EngineFleet, parse_engine_specs
 from polysql.llm.predictors import LLMOptions
@@ -65,6 +65,9 @@ class Sweep:
         self.store = ResultsStore(self.run_dir)
         self.problems: list[str] = []
         self.schemas = SchemaCatalog()  # schema text per (engine, database), for model prompts
+        # Built before planning: an existing database the plan reads for its fingerprint stays
+        # open for the work, instead of being opened (and its tables counted) a second time.
+        self._fleet = EngineFleet(cache_dir(), self.dataset.name)
         self._inputs = RecordInputs(self._database_fingerprint, self._target_fingerprint)
         self._crash: BaseException | None = None  # an error of the work thread, raised in run()
 
@@ -96,8 +99,8 @@ class Sweep:
         if not names_existing(spec.url):
             return layout_digest(spec.url)
         try:
-            with open_existing(spec.url, db_id=db_id) as copy:
-                return copy.report.fingerprint
+            self._fleet.backend(spec, db_id, self.dataset.database_url(db_id))
+            return self._fleet.fingerprint(spec, db_id)
         except EngineError as exc:
             return content_digest("unreachable", str(exc))
 
@@ -110,6 +113,15 @@ class Sweep:
     def _run(self) -> SweepOutcome:
         started = time.perf_counter()
         timings = SweepTimings()
+        try:
+            return self._run_with(self._fleet, timings, started)
+        finally:
+            # closed once the work ends (inside); here also when planning refused the run after
+            # it opened existing databases (closing twice is harmless)
+            self._fleet.close()
+
+    def _run_with(self, fleet: EngineFleet, timings: SweepTimings,
+                  started: float) -> SweepOutcome:
         with timings.stage("plan"):
             planner = RunPlanner(config=self.config, dataset=self.dataset,
                                  predictors=self.predictors, engines=self.engines,
@@ -126,7 +138,6 @@ class Sweep:
         with timings.stage("cache"):
             cache = (ExecutionCache(cache_dir() / "executions.sqlite")
                      if self.config.use_cache else None)
-        fleet = EngineFleet(cache_dir(), self.dataset.name)
         executor = Executor(timeout=self.config.timeout, max_rows=self.config.max_rows, cache=cache,
                             say=self.observer.message, timings=timings)
         work = SweepWork(dataset=self.dataset, predictors=self.predictors, engines=self.engines,

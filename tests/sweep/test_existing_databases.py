@@ -21,6 +21,7 @@ from polysql_testkit import mysql_fixtures, pg_fixtures
 from polysql_testkit.cli_runs import run_sweep as sweep
 from sqlalchemy.engine import URL
 
+import polysql
 from polysql.cli.main import main
 from polysql.core.store import ResultsStore
 
@@ -115,6 +116,51 @@ def test_existing_databases_are_swept_through_select_only_logins(
         made = server.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
                               (f"%{servers.db_id}%",)).fetchall()
     assert made == [(servers.db_id,)]
+
+
+def _sessions(servers: Servers) -> int:
+    """Sessions ever opened on the PostgreSQL database (the server's own count)."""
+    with pg_fixtures.admin_connection(servers.pg_admin, "postgres") as server:
+        server.execute("SELECT pg_stat_clear_snapshot()")
+        row = server.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s",
+                             (servers.db_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _sessions_settled(servers: Servers, before: int) -> int:
+    """Sessions opened since ``before``, once the closed ones' statistics have reached the
+    server (a backend reports them as it exits)."""
+    deadline = time.monotonic() + 10
+    count = _sessions(servers) - before
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        again = _sessions(servers) - before
+        if again == count:
+            return count
+        count = again
+    return count
+
+
+def test_an_existing_database_is_opened_once_per_sweep(
+        tmp_path: Path, dataset: Path, servers: Servers) -> None:
+    """Planning reads the database (its tables and row counts) for the records' inputs; the work
+    then evaluates on that same connection instead of opening the database, and counting its
+    tables, a second time -- on a large warehouse database that count is the slow part."""
+    pg = servers.pg_admin.set(username=servers.reader, password=None, database=servers.db_id)
+    before = _sessions(servers)
+    with polysql.connect(pg) as once:  # what opening it once and running a statement takes
+        once.tables()
+        assert once.execute("SELECT count(*) FROM invoice").rows == [(3,)]
+    one_open = _sessions_settled(servers, before)
+    assert one_open >= 1
+
+    engines = servers.engines().split(",")
+    before = _sessions(servers)
+    code, output = sweep("--dataset", f"bird:{dataset}", "--engines", f"{engines[0]},{engines[1]}",
+                         "--predictor", "gold", "--out", str(tmp_path / "run"))
+    assert code == 0, output
+    assert _sessions_settled(servers, before) == one_open
 
 
 def test_a_changed_existing_database_re_evaluates_its_records(

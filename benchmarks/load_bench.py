@@ -17,10 +17,10 @@ interpreter start-up included -- and, in the same run, with the baselines:
   SQLite file once, *outside* the timed part; the timed part is the client process: CREATE
   DATABASE, CREATE TABLE and LOAD DATA, no foreign keys. ``LOAD DATA + keys`` is the same
   client run that also ends with the foreign keys of the source, and the indexes InnoDB needs
-  under them, as polysql's copy has them: the same end state, for a like-for-like ratio. Also ``sqlite3mysql`` (PyPI
-  ``sqlite3-to-mysql``) where installed, and polysql's own INSERT fallback (``polysql load``
-  with LOAD DATA switched off -- the multi-row INSERT path every load took before LOAD DATA,
-  and the one a server with ``local_infile`` OFF still gets).
+  under them, as polysql's copy has them: the same end state, for a like-for-like ratio. Also
+  ``sqlite3mysql`` (PyPI ``sqlite3-to-mysql``) where installed, and polysql's own INSERT
+  fallback (``polysql load`` with LOAD DATA switched off -- the multi-row INSERT path every load
+  took before LOAD DATA, and the one a server with ``local_infile`` OFF still gets).
 
 It prints rows/second side by side with the ratios. A row-for-row checksum proves each polysql
 copy identical to the source.

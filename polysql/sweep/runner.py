@@ -114,14 +114,14 @@ class Sweep:
         started = time.perf_counter()
         timings = SweepTimings()
         try:
-            return self._run_with(self._fleet, timings, started)
+            return self._run_with(timings, started)
         finally:
             # closed once the work ends (inside); here also when planning refused the run after
             # it opened existing databases (closing twice is harmless)
             self._fleet.close()
 
-    def _run_with(self, fleet: EngineFleet, timings: SweepTimings,
-                  started: float) -> SweepOutcome:
+    def _run_with(self, timings: SweepTimings, started: float) -> SweepOutcome:
+        fleet = self._fleet
         with timings.stage("plan"):
             planner = RunPlanner(config=self.config, dataset=self.dataset,
                                  predictors=self.predictors, engines=self.engines,

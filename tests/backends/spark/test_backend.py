@@ -466,7 +466,6 @@ def test_a_cancel_also_refuses_the_statements_later_jobs(backend: Any) -> None:
     assert backend.session.sql("SELECT count(*) FROM range(10)").collect()[0][0] == 10
 
 
-
 def test_ctrl_c_stops_the_statement_before_the_process_exits(loaded: str) -> None:
     """Ctrl-C while Spark runs a statement for the main thread: the statement is cancelled and
     the process exits cleanly. A worker left inside py4j while the interpreter shut down

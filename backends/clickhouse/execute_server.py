@@ -3,8 +3,10 @@
 Evaluated statements pass the same screen as on the embedded engine and run with ``readonly=1``,
 ``max_execution_time`` and ``timeout_overflow_mode = 'throw'`` as per-query settings
 (``readonly`` last, so it does not refuse the settings sent with it; once applied, the
-statement's own ``SETTINGS`` clause cannot loosen any of them). Rows stream in Native blocks and
-the stream is closed after ``max_rows + 1`` rows. The client backstop is the HTTP read timeout.
+statement's own ``SETTINGS`` clause cannot loosen any of them). ``session_timezone = 'UTC'`` is
+one of them: naive timestamps are read as UTC, as on the embedded engine and every other engine,
+whatever the server's own zone (the setting needs ClickHouse 23.6 or later). Rows stream in Native
+blocks, zone-less values decoded as naive UTC, and the stream is closed after ``max_rows + 1`` rows. The client backstop is the HTTP read timeout.
 Each statement gets a query id of its own, so ``Backend.cancel`` can ``KILL QUERY`` it.
 """
 
@@ -36,7 +38,7 @@ def client_error(exc: Exception) -> tuple[str, int | None]:
 def query_settings(session: ServerSession, timeout: float) -> dict[str, Any]:
     """The settings every evaluated statement runs under (``readonly`` last)."""
     return {**session.settings, "max_execution_time": round(max(timeout, 0.001), 3),
-            "timeout_overflow_mode": "throw", "readonly": 1}
+            "timeout_overflow_mode": "throw", "session_timezone": "UTC", "readonly": 1}
 
 
 def run_on_server(session: ServerSession, screened: Screened, *, timeout: float, max_rows: int,
@@ -105,9 +107,11 @@ def _read(session: ServerSession, sql: str, timeout: float, max_rows: int,
           query_id: str) -> Rows:
     rows: list[tuple[Any, ...]] = []
     settings = query_settings(session, timeout)
+    # query_tz: clickhouse-connect would otherwise decode a zone-less DateTime in the server's
+    # default zone (or the machine's) as an aware datetime, not in the session's UTC
     stream = session.client.query_row_block_stream(sql + "\n",
                                                    settings={"query_id": query_id, **settings},
-                                                   query_formats=QUERY_FORMATS)
+                                                   query_formats=QUERY_FORMATS, query_tz="UTC")
     with stream:
         columns = list(stream.source.column_names)
         types = [t.name for t in stream.source.column_types]

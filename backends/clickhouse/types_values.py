@@ -9,6 +9,7 @@ keeps blobs in ``String`` columns). UUIDs and IP addresses become their text for
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC
 from typing import Any
 
 from clickhouse_connect.driver.ctypes import RespBuffCls
@@ -52,7 +53,11 @@ def python_value(value: Any) -> Any:
 
 def decode_native(data: bytes) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
     """Column names, ClickHouse type names and rows of one self-contained Native block."""
-    context = QueryContext(query_formats=QUERY_FORMATS, use_none=True)
+    # A DateTime without a zone of its own is in the session's zone, which polysql makes UTC;
+    # left to itself the decoder would read it in the machine's zone and hand back aware
+    # datetimes there (naive UTC only on a machine that happens to run in UTC).
+    context = QueryContext(query_formats=QUERY_FORMATS, use_none=True, server_tz=UTC,
+                           apply_server_tz=True)
     result = NativeTransform.parse_response(RespBuffCls(_Chunk(data)), context)
     rows = [tuple(python_value(v) for v in row) for row in result.result_rows]
     return list(result.column_names), [t.name for t in result.column_types], rows

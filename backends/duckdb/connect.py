@@ -39,22 +39,37 @@ def open_connection(path: Path | None, *, read_only: bool,
     lock = bool(settings.pop("lock_configuration", False))
     try:
         conn = duckdb.connect(target, read_only=file_read_only, config=settings)
-        _quiet_and_lock(conn, lock)
+        _settle_and_lock(conn, lock)
     except duckdb.Error as exc:
         raise EngineUnavailableError(f"cannot open DuckDB database {target!r}: {exc}") from exc
     return conn
 
 
-def _quiet_and_lock(conn: duckdb.DuckDBPyConnection, lock: bool) -> None:
-    """Turn the progress bar off, then lock the configuration against untrusted SET statements.
+def use_utc(conn: duckdb.DuckDBPyConnection) -> None:
+    """Read naive timestamps as UTC on every session of ``conn``'s database instance.
+
+    DuckDB takes its time zone from the machine, and a naive timestamp cast to TIMESTAMPTZ (or
+    read by strftime, epoch, date_trunc on one) is read in it: the same query would give another
+    answer, and another verdict, on a machine elsewhere. UTC is how every other engine's session
+    and the comparison read naive timestamps. GLOBAL, because every cursor of the connection and
+    every later connection to the same file is a session of its own; ``TimeZone`` cannot be given
+    in the connect-time config (the ICU extension that owns it loads after).
+    """
+    conn.execute("SET GLOBAL TimeZone = 'UTC'")
+
+
+def _settle_and_lock(conn: duckdb.DuckDBPyConnection, lock: bool) -> None:
+    """Put the database instance in UTC (:func:`use_utc`), turn the progress bar off, then lock
+    the configuration against untrusted SET statements.
 
     DuckDB draws a progress bar on stdout for statements over ~2 s, which corrupts
     machine-readable output (--json); it is a session setting only, so it is set here. A second
     connection to a file this process already opened shares that database instance, whose
-    configuration is locked already: it keeps the lock, and DuckDB refuses the SET (its progress
-    bar then stays on, the one thing lost).
+    configuration is locked already: it keeps the lock (and the instance's UTC), and DuckDB
+    refuses the SET (its progress bar then stays on, the one thing lost).
     """
     try:
+        use_utc(conn)
         conn.execute("SET enable_progress_bar = false")
     except duckdb.InvalidInputException as exc:
         if "locked" not in str(exc):

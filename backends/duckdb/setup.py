@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from polysql.backends._common.load_files import atomic_build, load_file_once
+from polysql.backends.duckdb.connect import open_connection
 from polysql.backends.duckdb.load import _COMPANIONS, _refuse_if_open_here
 from polysql.backends.duckdb.types import quote_ident
 from polysql.core.errors import ConfigError
@@ -35,7 +36,8 @@ def build_from_script(target: DuckDBBackend, script: SetupScript) -> LoadReport:
     def build() -> LoadReport:
         _refuse_if_open_here(path, config)
         with atomic_build(path, _COMPANIONS) as temporary:
-            conn = duckdb.connect(str(temporary), config=dict(config))
+            # in UTC, as evaluation connections are: the script's timestamp text is read alike
+            conn = open_connection(temporary, read_only=False, config=config)
             try:
                 script.run(target.url, conn.execute, duckdb.Error)
                 names = [row[0] for row in conn.execute(

@@ -27,6 +27,12 @@ APPLICATION_NAME = "polysql"
 
 # URL query keys that polysql reads itself; every other key goes to libpq unchanged.
 _RESERVED_QUERY_KEYS = frozenset({"dbname", "user", "password"})
+# Session defaults sent at connection start (libpq ``options``). They are the session's own
+# defaults, so the DISCARD ALL between pooled queries keeps them. A server or database in another
+# time zone would otherwise read a naive timestamp cast to timestamptz (or EXTRACT(EPOCH) of one)
+# in that zone: another answer, and another verdict, than the other engines, which all read naive
+# timestamps as UTC. A URL's own ``options`` come after these, so they win.
+SESSION_OPTIONS = "-c TimeZone=UTC"
 
 
 def connection_params(url: URL, *, user: str | None = None, password: str | None = None,
@@ -54,6 +60,7 @@ def connection_params(url: URL, *, user: str | None = None, password: str | None
         params["password"] = chosen_password
     for key, value in url.query.items():
         params[key] = value if isinstance(value, str) else value[-1]
+    params["options"] = f"{SESSION_OPTIONS} {params.get('options', '')}".rstrip()
     return params
 
 

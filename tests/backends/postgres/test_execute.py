@@ -381,3 +381,25 @@ def test_reader_role_alone_cannot_write(backend, statement, admin_url, evaluatio
             conn.execute(statement)
         conn.execute("ROLLBACK")
     assert fx.checksum(admin_url, make_url(evaluation_url).database) == before
+
+
+# -- time zone -------------------------------------------------------------------------------------
+
+EPOCH_AND_ZONE = ("SELECT CAST(EXTRACT(EPOCH FROM CAST(TIMESTAMP '2021-03-02 08:00:00' AS timestamptz)) "
+                  "AS bigint), current_setting('TimeZone')")
+
+
+def test_naive_timestamps_are_read_as_utc_whatever_the_servers_zone(loader, evaluation_url,
+                                                                      admin_url) -> None:
+    """The reader's own default zone is moved far from UTC, as a server or database set up in
+    another zone would have it; evaluation sessions still read a naive timestamp as UTC (and no
+    evaluated statement may change that: set_config and SET are refused)."""
+    admin = fx.admin_connection(admin_url, "postgres")
+    admin.execute(f"ALTER ROLE \"{loader.reader}\" SET timezone = 'Asia/Kathmandu'")
+    try:
+        with loader.evaluation(evaluation_url) as backend:
+            result = backend.execute(EPOCH_AND_ZONE)
+    finally:
+        admin.execute(f"ALTER ROLE \"{loader.reader}\" RESET timezone")
+        admin.close()
+    assert result.rows == [(1614672000, "UTC")], result

@@ -94,7 +94,13 @@ def _granted_length(name: str) -> int:
     return len(name) + name.count("_")
 
 
-EVALUATION_SESSION = "SET SESSION div_precision_increment = 30"
+# Division and AVG results carry div_precision_increment (default 4) extra digits: AVG(7/3) would
+# come back as 2.3333 and miss every other engine's 2.333333... by more than the comparison
+# tolerance. The widest setting keeps the engine's own semantics (exact DECIMAL arithmetic) while
+# not cutting digits off the answer. The session time zone is UTC, as on every other engine:
+# UNIX_TIMESTAMP, CONVERT_TZ and TIMESTAMP columns would otherwise read a naive DATETIME in the
+# server's zone, and the answer (and verdict) would depend on where the server runs.
+EVALUATION_SESSION = "SET SESSION div_precision_increment = 30, SESSION time_zone = '+00:00'"
 
 
 class MySQLBackend(Backend):
@@ -220,10 +226,6 @@ class MySQLBackend(Backend):
             if login is None:
                 return Result.failed("forbidden", self._evaluation.refusal or "no evaluation login",
                                      engine=self.name)
-            # Division and AVG results carry div_precision_increment (default 4) extra digits:
-            # AVG(7/3) would come back as 2.3333 and miss every other engine's 2.333333... by more
-            # than the comparison tolerance. The widest setting keeps the engine's own semantics
-            # (exact DECIMAL arithmetic) while not cutting digits off the answer.
             self._pool = connection_pool(login, self.pool_size, conv=DECODERS,
                                          init_command=EVALUATION_SESSION)
             self._pool_login = login

@@ -639,3 +639,32 @@ def test_the_servers_own_limit_lies_past_the_deadline(backend: MySQLBackend) -> 
     assert result.error is None
     (limit,) = result.rows[0]
     assert 2 < float(limit) <= 2.1
+
+
+def test_naive_datetimes_are_read_as_utc_whatever_the_servers_zone(
+        evaluation: tuple[URL, URL]) -> None:
+    """The server's default zone is moved far from UTC for the length of the test (SET GLOBAL
+    reaches only sessions opened afterwards); evaluation sessions still read a naive DATETIME as
+    UTC, as every other engine does."""
+    url, server = evaluation
+    admin = fx.admin_connection(server)
+    with admin.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.time_zone")
+        (before,) = cur.fetchone()
+        cur.execute("SET GLOBAL time_zone = '+05:45'")
+    try:
+        plain = fx.admin_connection(server)
+        with plain.cursor() as cur:
+            cur.execute("SELECT @@SESSION.time_zone")
+            (plain_zone,) = cur.fetchone()
+        plain.close()
+        with connect(url) as backend:
+            result = backend.execute(
+                "SELECT UNIX_TIMESTAMP(CAST('2021-03-02 08:00:00' AS DATETIME)), @@SESSION.time_zone")
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL time_zone = %s", (before,))
+        admin.close()
+    assert plain_zone == "+05:45"  # the server's zone really moved
+    assert result.ok, result.error
+    assert [(int(epoch), zone) for epoch, zone in result.rows] == [(1614672000, "+00:00")]

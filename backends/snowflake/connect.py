@@ -118,8 +118,11 @@ def connection_params(url: URL, *, role: str | None = None, with_location: bool 
                           "snowflake://user@account/database/schema?warehouse=WH")
     params.update(user=url.username, account=url.host,
                   # ABORT_DETACHED_QUERY: a statement whose client went away (our backstop gave
-                  # up on it) is stopped by the server instead of running on.
-                  session_parameters={"QUERY_TAG": QUERY_TAG, "ABORT_DETACHED_QUERY": True})
+                  # up on it) is stopped by the server instead of running on. TIMEZONE: naive
+                  # timestamps turned into TIMESTAMP_LTZ are read as UTC, as on every other
+                  # engine, not in the account's zone (America/Los_Angeles unless changed).
+                  session_parameters={"QUERY_TAG": QUERY_TAG, "ABORT_DETACHED_QUERY": True,
+                                      "TIMEZONE": "UTC"})
     for key in _PASSTHROUGH:
         value = query_value(url, key)
         if value is not None:

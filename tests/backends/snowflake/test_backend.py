@@ -60,6 +60,8 @@ def test_real_account_url_becomes_connector_parameters() -> None:
     assert params["password"] == "s3cret"
     assert "protocol" not in params
     assert "s3cret" not in describe(params)
+    # sessions read naive timestamps as UTC (the account's own default is America/Los_Angeles)
+    assert params["session_parameters"]["TIMEZONE"] == "UTC"
 
 
 def test_case_sensitive_names_are_quoted_for_the_login() -> None:

@@ -5,9 +5,10 @@ Evaluated statements pass the same screen as on the embedded engine and run with
 (``readonly`` last, so it does not refuse the settings sent with it; once applied, the
 statement's own ``SETTINGS`` clause cannot loosen any of them). ``session_timezone = 'UTC'`` is
 one of them: naive timestamps are read as UTC, as on the embedded engine and every other engine,
-whatever the server's own zone (the setting needs ClickHouse 23.6 or later). Rows stream in Native
-blocks, zone-less values decoded as naive UTC, and the stream is closed after ``max_rows + 1`` rows. The client backstop is the HTTP read timeout.
-Each statement gets a query id of its own, so ``Backend.cancel`` can ``KILL QUERY`` it.
+whatever the server's own zone (the setting needs ClickHouse 23.6 or later). Rows stream in
+Native blocks, zone-less values decoded as naive UTC, and the stream is closed after
+``max_rows + 1`` rows. The client backstop is the HTTP read timeout. Each statement gets a query
+id of its own, so ``Backend.cancel`` can ``KILL QUERY`` it.
 """
 
 from __future__ import annotations

@@ -659,8 +659,8 @@ def test_naive_datetimes_are_read_as_utc_whatever_the_servers_zone(
             (plain_zone,) = cur.fetchone()
         plain.close()
         with connect(url) as backend:
-            result = backend.execute(
-                "SELECT UNIX_TIMESTAMP(CAST('2021-03-02 08:00:00' AS DATETIME)), @@SESSION.time_zone")
+            result = backend.execute("SELECT UNIX_TIMESTAMP(CAST('2021-03-02 08:00:00' AS "
+                                     "DATETIME)), @@SESSION.time_zone")
     finally:
         with admin.cursor() as cur:
             cur.execute("SET GLOBAL time_zone = %s", (before,))

@@ -60,6 +60,10 @@ def test_url_forms_parse_to_libpq_parameters() -> None:
     assert (server["host"], server["port"], server["user"], server["dbname"]) == (
         "127.0.0.1", 5432, "postgres", "postgres")
     assert "password" not in server
+    # sessions start in UTC; a URL's own options follow, so they can still set anything
+    assert server["options"] == "-c TimeZone=UTC"
+    own = connection_params(make_url("postgresql://h/db?options=-c%20search_path%3Dsales"))
+    assert own["options"] == "-c TimeZone=UTC -c search_path=sales"
     for scheme in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
         assert backend_class(f"{scheme}://u@h/db") is PostgresBackend
 
@@ -385,8 +389,8 @@ def test_reader_role_alone_cannot_write(backend, statement, admin_url, evaluatio
 
 # -- time zone -------------------------------------------------------------------------------------
 
-EPOCH_AND_ZONE = ("SELECT CAST(EXTRACT(EPOCH FROM CAST(TIMESTAMP '2021-03-02 08:00:00' AS timestamptz)) "
-                  "AS bigint), current_setting('TimeZone')")
+EPOCH_AND_ZONE = ("SELECT CAST(EXTRACT(EPOCH FROM CAST(TIMESTAMP '2021-03-02 08:00:00' AS "
+                  "timestamptz)) AS bigint), current_setting('TimeZone')")
 
 
 def test_naive_timestamps_are_read_as_utc_whatever_the_servers_zone(loader, evaluation_url,

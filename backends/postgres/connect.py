@@ -27,12 +27,17 @@ APPLICATION_NAME = "polysql"
 
 # URL query keys that polysql reads itself; every other key goes to libpq unchanged.
 _RESERVED_QUERY_KEYS = frozenset({"dbname", "user", "password"})
-# Session defaults sent at connection start (libpq ``options``). They are the session's own
-# defaults, so the DISCARD ALL between pooled queries keeps them. A server or database in another
-# time zone would otherwise read a naive timestamp cast to timestamptz (or EXTRACT(EPOCH) of one)
-# in that zone: another answer, and another verdict, than the other engines, which all read naive
-# timestamps as UTC. A URL's own ``options`` come after these, so they win.
-SESSION_OPTIONS = "-c TimeZone=UTC"
+# Session defaults sent at connection start (libpq ``options``), so that an answer does not depend
+# on how the server, database or role is configured. They are the session's own defaults, so the
+# DISCARD ALL between pooled queries keeps them; a URL's own ``options`` come after, so they win.
+# * TimeZone: a naive timestamp cast to timestamptz (or EXTRACT(EPOCH) of one) is read as UTC, as
+#   every other engine and the comparison read naive timestamps.
+# * DateStyle, IntervalStyle: dates cast to text read '2021-03-02' (not '02/03/2021'), and
+#   intervals come in the only style psycopg can parse (any other fails every interval result).
+# * lc_time, lc_numeric, lc_monetary: to_char month names, separators and money text are C's
+#   (English, '.'), as on the other engines; 'C' exists on every server.
+SESSION_OPTIONS = ("-c TimeZone=UTC -c DateStyle=ISO,MDY -c IntervalStyle=postgres "
+                   "-c lc_time=C -c lc_numeric=C -c lc_monetary=C")
 
 
 def connection_params(url: URL, *, user: str | None = None, password: str | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -19,7 +20,7 @@ from polysql.backends.postgres.backend import (
     evaluation_database_name,
     format_version,
 )
-from polysql.backends.postgres.connect import connection_params
+from polysql.backends.postgres.connect import SESSION_OPTIONS, connection_params
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.engines.registry import backend_class, connect
 
@@ -61,9 +62,9 @@ def test_url_forms_parse_to_libpq_parameters() -> None:
         "127.0.0.1", 5432, "postgres", "postgres")
     assert "password" not in server
     # sessions start in UTC; a URL's own options follow, so they can still set anything
-    assert server["options"] == "-c TimeZone=UTC"
+    assert server["options"] == SESSION_OPTIONS
     own = connection_params(make_url("postgresql://h/db?options=-c%20search_path%3Dsales"))
-    assert own["options"] == "-c TimeZone=UTC -c search_path=sales"
+    assert own["options"] == f"{SESSION_OPTIONS} -c search_path=sales"
     for scheme in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
         assert backend_class(f"{scheme}://u@h/db") is PostgresBackend
 
@@ -389,21 +390,29 @@ def test_reader_role_alone_cannot_write(backend, statement, admin_url, evaluatio
 
 # -- time zone -------------------------------------------------------------------------------------
 
-EPOCH_AND_ZONE = ("SELECT CAST(EXTRACT(EPOCH FROM CAST(TIMESTAMP '2021-03-02 08:00:00' AS "
-                  "timestamptz)) AS bigint), current_setting('TimeZone')")
+SESSION_VIEW = ("SELECT CAST(EXTRACT(EPOCH FROM CAST(TIMESTAMP '2021-03-02 08:00:00' AS "
+                "timestamptz)) AS bigint), current_setting('TimeZone'), "
+                "CAST(DATE '2021-03-02' AS text), INTERVAL '1 day 2 hours'")
 
 
-def test_naive_timestamps_are_read_as_utc_whatever_the_servers_zone(loader, evaluation_url,
-                                                                      admin_url) -> None:
-    """The reader's own default zone is moved far from UTC, as a server or database set up in
-    another zone would have it; evaluation sessions still read a naive timestamp as UTC (and no
-    evaluated statement may change that: set_config and SET are refused)."""
+ROLE_DEFAULTS = {"timezone": "Asia/Kathmandu", "DateStyle": "SQL, DMY",
+                 "IntervalStyle": "iso_8601"}
+
+
+def test_sessions_do_not_take_the_servers_zone_or_styles(loader, evaluation_url,
+                                                        admin_url) -> None:
+    """The reader's own defaults are moved away from PostgreSQL's, as a server or database set up
+    elsewhere would have them; evaluation sessions still read a naive timestamp as UTC, write
+    dates as ISO text and hand intervals back in the style psycopg reads (and no evaluated
+    statement may change that: set_config and SET are refused)."""
     admin = fx.admin_connection(admin_url, "postgres")
-    admin.execute(f"ALTER ROLE \"{loader.reader}\" SET timezone = 'Asia/Kathmandu'")
+    for name, value in ROLE_DEFAULTS.items():
+        admin.execute(f"ALTER ROLE \"{loader.reader}\" SET {name} = '{value}'")
     try:
         with loader.evaluation(evaluation_url) as backend:
-            result = backend.execute(EPOCH_AND_ZONE)
+            result = backend.execute(SESSION_VIEW)
     finally:
-        admin.execute(f"ALTER ROLE \"{loader.reader}\" RESET timezone")
+        admin.execute(f"ALTER ROLE \"{loader.reader}\" RESET ALL")
         admin.close()
-    assert result.rows == [(1614672000, "UTC")], result
+    assert result.ok, result.error
+    assert result.rows == [(1614672000, "UTC", "2021-03-02", timedelta(days=1, hours=2))]

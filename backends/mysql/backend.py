@@ -99,8 +99,11 @@ def _granted_length(name: str) -> int:
 # tolerance. The widest setting keeps the engine's own semantics (exact DECIMAL arithmetic) while
 # not cutting digits off the answer. The session time zone is UTC, as on every other engine:
 # UNIX_TIMESTAMP, CONVERT_TZ and TIMESTAMP columns would otherwise read a naive DATETIME in the
-# server's zone, and the answer (and verdict) would depend on where the server runs.
-EVALUATION_SESSION = "SET SESSION div_precision_increment = 30, SESSION time_zone = '+00:00'"
+# server's zone, and the answer (and verdict) would depend on where the server runs. Month and
+# day names (DATE_FORMAT's %M, MONTHNAME) are English, as on the other engines, whatever the
+# server's lc_time_names.
+EVALUATION_SESSION = ("SET SESSION div_precision_increment = 30, SESSION time_zone = '+00:00', "
+                      "SESSION lc_time_names = 'en_US'")
 
 
 class MySQLBackend(Backend):

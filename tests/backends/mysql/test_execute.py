@@ -641,30 +641,32 @@ def test_the_servers_own_limit_lies_past_the_deadline(backend: MySQLBackend) -> 
     assert 2 < float(limit) <= 2.1
 
 
-def test_naive_datetimes_are_read_as_utc_whatever_the_servers_zone(
+def test_sessions_do_not_take_the_servers_zone_or_month_names(
         evaluation: tuple[URL, URL]) -> None:
-    """The server's default zone is moved far from UTC for the length of the test (SET GLOBAL
-    reaches only sessions opened afterwards); evaluation sessions still read a naive DATETIME as
-    UTC, as every other engine does."""
+    """The server's defaults are moved for the length of the test (SET GLOBAL reaches only
+    sessions opened afterwards): a zone far from UTC and German month names. Evaluation sessions
+    still read a naive DATETIME as UTC and name months in English, as every other engine does."""
     url, server = evaluation
     admin = fx.admin_connection(server)
     with admin.cursor() as cur:
-        cur.execute("SELECT @@GLOBAL.time_zone")
-        (before,) = cur.fetchone()
-        cur.execute("SET GLOBAL time_zone = '+05:45'")
+        cur.execute("SELECT @@GLOBAL.time_zone, @@GLOBAL.lc_time_names")
+        zone_before, names_before = cur.fetchone()
+        cur.execute("SET GLOBAL time_zone = '+05:45', GLOBAL lc_time_names = 'de_DE'")
     try:
         plain = fx.admin_connection(server)
         with plain.cursor() as cur:
-            cur.execute("SELECT @@SESSION.time_zone")
-            (plain_zone,) = cur.fetchone()
+            cur.execute("SELECT @@SESSION.time_zone, MONTHNAME('2021-03-02')")
+            plain_view = cur.fetchone()
         plain.close()
         with connect(url) as backend:
             result = backend.execute("SELECT UNIX_TIMESTAMP(CAST('2021-03-02 08:00:00' AS "
-                                     "DATETIME)), @@SESSION.time_zone")
+                                     "DATETIME)), @@SESSION.time_zone, MONTHNAME('2021-03-02')")
     finally:
         with admin.cursor() as cur:
-            cur.execute("SET GLOBAL time_zone = %s", (before,))
+            cur.execute("SET GLOBAL time_zone = %s, GLOBAL lc_time_names = %s",
+                        (zone_before, names_before))
         admin.close()
-    assert plain_zone == "+05:45"  # the server's zone really moved
+    assert plain_view == ("+05:45", "März")  # the server's defaults really moved
     assert result.ok, result.error
-    assert [(int(epoch), zone) for epoch, zone in result.rows] == [(1614672000, "+00:00")]
+    assert [(int(epoch), zone, month) for epoch, zone, month in result.rows] == [
+        (1614672000, "+00:00", "March")]

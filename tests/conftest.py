@@ -32,6 +32,7 @@ import importlib
 import os
 import sqlite3
 import time
+import zoneinfo
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,12 +48,20 @@ from polysql.backends import catalog
 from polysql.backends.base import Backend
 from polysql.core.errors import EngineUnavailableError
 
-# The whole suite runs in a time zone far from UTC (+13:45, with daylight saving), set before any
-# engine starts or a driver is imported (polysql imports them lazily): verdicts must not depend on
-# where polysql runs, and an engine or driver that reads the machine's zone shows up as a failing
-# test rather than on a user's machine only. Subprocesses (the Spark JVM, emulators, the CLI)
-# inherit it.
-os.environ["TZ"] = "Pacific/Chatham"
+
+def _far_from_utc() -> str:
+    """Pacific/Chatham (UTC+12:45, +13:45 in its summer) where the system's zone database has it;
+    else the same offset as a POSIX rule, which the C library reads without one."""
+    if any((Path(folder) / "Pacific" / "Chatham").is_file() for folder in zoneinfo.TZPATH):
+        return "Pacific/Chatham"
+    return "<+1345>-13:45"
+
+
+# The whole suite runs in a time zone far from UTC, set before any engine starts or a driver is
+# imported (polysql imports them lazily): verdicts must not depend on where polysql runs, and an
+# engine or driver that reads the machine's zone shows up as a failing test rather than on a
+# user's machine only. Subprocesses (the Spark JVM, emulators, the CLI) inherit it.
+os.environ["TZ"] = _far_from_utc()
 if hasattr(time, "tzset"):
     time.tzset()
 

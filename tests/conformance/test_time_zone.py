@@ -10,6 +10,7 @@ zone is the server's, not the machine's.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from polysql.backends.base import Backend
@@ -48,12 +49,11 @@ def test_a_naive_timestamp_is_read_as_utc(backend: Backend) -> None:
     assert [tuple(int(v) for v in row) for row in result.rows] == [(PLACED_AT_EPOCH,)]
 
 
-def test_a_naive_timestamp_comes_back_unchanged(backend: Backend) -> None:
+def test_a_naive_timestamp_comes_back_unchanged(backend: Backend,
+                                                q: Callable[[str], str]) -> None:
     """Read back as it was loaded: naive, or (where an engine's driver zones every timestamp)
     the same wall-clock time in UTC -- not shifted into the machine's zone."""
-    quote = '"' if backend.name in ("sqlite", "duckdb", "postgres", "snowflake") else "`"
-    result = backend.execute(f"SELECT {quote}PlacedAt{quote} FROM {quote}order items{quote} "
-                             f"WHERE {quote}OrderID{quote} = 11")
+    result = backend.execute(q('SELECT "PlacedAt" FROM "order items" WHERE "OrderID" = 11'))
     assert result.ok, result.error
     (value,), = result.rows
     if isinstance(value, str):  # SQLite keeps the text it was given

@@ -510,8 +510,9 @@ def test_server_session_logic_on_the_embedded_engine(tmp_path: Path) -> None:
         # This "server" runs in the machine's zone (the suite's, far from UTC), as a server set
         # up elsewhere would: naive timestamps are still read and handed back as UTC.
         assert client.command("SELECT timezone()") != "UTC"
-        zoned = session.run(Screened(sql="SELECT toUnixTimestamp(toDateTime('2021-03-02 08:00:00')), "
-                                         "toDateTime64('2021-03-02 08:00:00', 6)"),
+        naive = "'2021-03-02 08:00:00'"
+        zoned = session.run(Screened(sql=f"SELECT toUnixTimestamp(toDateTime({naive})), "
+                                         f"toDateTime64({naive}, 6)"),
                             timeout=5, max_rows=10, engine="clickhouse", started=0.0)
         assert zoned.ok, zoned.error
         assert zoned.rows == [(1614672000, dt.datetime(2021, 3, 2, 8, 0))]

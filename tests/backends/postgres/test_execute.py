@@ -388,13 +388,11 @@ def test_reader_role_alone_cannot_write(backend, statement, admin_url, evaluatio
     assert fx.checksum(admin_url, make_url(evaluation_url).database) == before
 
 
-# -- time zone -------------------------------------------------------------------------------------
+# -- time zone and styles --------------------------------------------------------------------------
 
 SESSION_VIEW = ("SELECT CAST(EXTRACT(EPOCH FROM CAST(TIMESTAMP '2021-03-02 08:00:00' AS "
                 "timestamptz)) AS bigint), current_setting('TimeZone'), "
                 "CAST(DATE '2021-03-02' AS text), INTERVAL '1 day 2 hours'")
-
-
 ROLE_DEFAULTS = {"timezone": "Asia/Kathmandu", "DateStyle": "SQL, DMY",
                  "IntervalStyle": "iso_8601"}
 

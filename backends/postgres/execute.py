@@ -82,8 +82,10 @@ def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_row
         timer.start()
         columns, types, rows = (_fetch_query(conn, sql, max_rows) if is_query(sql)
                                 else _fetch_other(conn, sql, max_rows))
-    except (psycopg.Error, MemoryError, ValueError, OverflowError) as exc:
-        # ValueError/OverflowError: a value the driver cannot turn into a Python object
+    except (psycopg.Error, MemoryError, ValueError, OverflowError, NotImplementedError) as exc:
+        # ValueError/OverflowError: a value the driver cannot turn into a Python object;
+        # NotImplementedError: one in a format it does not read (an IntervalStyle other than
+        # 'postgres', set by a URL's own options over polysql's)
         if flight is not None and flight.cancelled.is_set():
             return cancelled(engine, time.perf_counter() - started, message_of(exc))
         kind, sqlstate = classify(exc)

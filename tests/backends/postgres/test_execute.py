@@ -414,3 +414,14 @@ def test_sessions_do_not_take_the_servers_zone_or_styles(loader, evaluation_url,
         admin.close()
     assert result.ok, result.error
     assert result.rows == [(1614672000, "UTC", "2021-03-02", timedelta(days=1, hours=2))]
+
+
+def test_a_value_the_driver_cannot_read_is_the_statements_error(loader, evaluation_url) -> None:
+    """A URL's own options come after polysql's and may set an interval style psycopg cannot
+    parse: the interval result is then this statement's error, saying why, not a crash of the run."""
+    url = make_url(evaluation_url).update_query_dict({"options": "-c IntervalStyle=iso_8601"})
+    with loader.evaluation(url.render_as_string(hide_password=False)) as backend:
+        failed = backend.execute("SELECT INTERVAL '1 day'")
+        plain = backend.execute("SELECT 1")
+    assert failed.error is not None and "IntervalStyle" in failed.error.message, failed
+    assert plain.rows == [(1,)]  # the connection serves the next statement

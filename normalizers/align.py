@@ -63,11 +63,14 @@ def align_by_position(gold_width: int, pred_width: int) -> Alignment | None:
     return Alignment("position", tuple(range(gold_width)))
 
 
-def column_signature(keys: Sequence[Any], ordered: bool) -> Hashable:
+def column_signature(keys: Sequence[Any], ordered: bool, *, distinct: bool = False) -> Hashable:
     """A hashable digest of a column's canonical values: the vector itself when order is strict,
-    otherwise the multiset (a frozenset of value counts)."""
+    the set of values when rows compare as sets (``distinct``), otherwise the multiset (a
+    frozenset of value counts)."""
     if ordered:
         return tuple(keys)
+    if distinct:
+        return frozenset(keys)
     return frozenset(Counter(keys).items())
 
 

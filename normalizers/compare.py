@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from polysql.core.columnar import ArrowRows
+from polysql.core.errors import ComparisonError
 from polysql.core.model import Result, Verdict
 from polysql.normalizers.align import (
     Alignment,
@@ -28,6 +29,7 @@ from polysql.normalizers.align import (
 )
 from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import plural, row_span
+from polysql.normalizers.distinct import distinct_rows
 from polysql.normalizers.families import is_float32_type
 from polysql.normalizers.hashing import HashScheme, hash_columns
 from polysql.normalizers.identical import identical_rows
@@ -38,6 +40,7 @@ from polysql.normalizers.rows import (
     Side,
     compare_bag,
     compare_sequence,
+    compare_set,
     compare_tie_groups,
     contained_in,
     example_row,
@@ -60,6 +63,8 @@ class RowOrder:
     info: OrderInfo | None
     #: per gold row, the ORDER BY key values when they are not output columns (hidden columns)
     ties: list[tuple[Any, ...]] | None = None
+    #: compare distinct rows (policy ``set_semantics``): duplicates do not count
+    distinct: bool = False
 
 
 def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> ComparePolicy:
@@ -154,7 +159,8 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
         "invalid_gold": False,
         "ordered": order.ordered,
         "order_source": order.source,
-        "order_keys": (list(order.info.unresolved) if order.ties is not None and order.info
+        "order_keys": (None if order.distinct
+                       else list(order.info.unresolved) if order.ties is not None and order.info
                        else [gold.columns[j] for j in order.keys] if order.keys is not None else None),
         "gold_rows": len(gold.rows),
         "pred_rows": len(pred.rows),
@@ -216,6 +222,13 @@ def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect
     # Keys that are not output columns: the gold re-run that returned them gives the tie groups.
     ties = gold_ties if (info is not None and info.ordered and info.unresolved
                          and gold_ties is not None and len(gold_ties) == len(gold.rows)) else None
+    if pol.set_semantics:
+        if ordered:
+            raise ComparisonError(
+                "ordered=True asks for the gold's row order, but policy option set_semantics "
+                "compares rows as sets, where order never counts; drop one of the two")
+        # The tie groups still tell which rows a LIMIT that cut one could have kept.
+        return RowOrder(False, None, "set_semantics", info, ties, distinct=True)
     if ties is not None:
         keys = ()
     if not pol.ties_any_order:
@@ -277,10 +290,10 @@ def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: 
     if pol.align_by_value and (gold.width != pred.width
                                or (by_name is None and not _same_headers(gold, pred, pol))):
         strict = order.ordered and order.keys is None
-        gold_sigs = [column_signature(gold.keys(j, _self_reading(gold, j, pol)), strict)
-                     for j in range(gold.width)]
-        pred_sigs = [column_signature(pred.keys(j, _self_reading(pred, j, pol)), strict)
-                     for j in range(pred.width)]
+        gold_sigs = [column_signature(gold.keys(j, _self_reading(gold, j, pol)), strict,
+                                      distinct=order.distinct) for j in range(gold.width)]
+        pred_sigs = [column_signature(pred.keys(j, _self_reading(pred, j, pol)), strict,
+                                      distinct=order.distinct) for j in range(pred.width)]
         by_value = align_by_value(gold_sigs, pred_sigs, allow_extra=pol.allow_extra_columns)
         if by_value is not None and by_value.mapping not in seen:
             yield by_value
@@ -382,19 +395,22 @@ def _compare_aligned(gold: ResultColumns, pred: ResultColumns, widened: ResultCo
     # With a widened gold, equal rows may still be a tie cut by the LIMIT, which the verdict
     # details; every other match of equal rows reads as the full comparison would put it.
     if widened is None and identical_rows(gold, pred, alignment, ordered=order.ordered):
-        how = "in the same order" if order.ordered else "as a bag"
+        how = "in the same order" if order.ordered else \
+            "as a bag, so also as sets" if order.distinct else "as a bag"
         return RowOutcome(True, f"same {plural(gold.height, 'row')} {how}"), {}, None
     gold_side, pred_side, widened_side = _sides(gold, pred, widened, alignment, pol)
-    outcome, extra = _compare_sides(gold, gold_side, pred_side, widened_side, order, pol,
-                                    widened_ties)
-    return outcome, extra, (gold_side, pred_side)
+    return _compare_sides(gold, gold_side, pred_side, widened_side, order, pol, widened_ties)
 
 
 def _compare_sides(gold: ResultColumns, gold_side: Side, pred_side: Side,
                    widened_side: Side | None, order: RowOrder, pol: ComparePolicy,
-                   widened_ties: list[tuple[Any, ...]] | None) -> tuple[RowOutcome, dict[str, Any]]:
+                   widened_ties: list[tuple[Any, ...]] | None,
+                   ) -> tuple[RowOutcome, dict[str, Any], tuple[Side, Side]]:
+    """The rows' outcome, details, and the two sides it was reached on (as sets: each side's
+    distinct rows, which a mismatch's unpaired positions refer to)."""
+    sides = (gold_side, pred_side)
     if gold_side.height == 0 and pred_side.height == 0:
-        return RowOutcome(True, "both results are empty"), {}
+        return RowOutcome(True, "both results are empty"), {}, sides
     info = order.info
     # The keys come from the SQL, not from the order mode: with ordered=False the tie group cut
     # by the LIMIT still decides which rows the gold could have returned.
@@ -403,8 +419,16 @@ def _compare_sides(gold: ResultColumns, gold_side: Side, pred_side: Side,
             and tie_keys is not None and info.limit is not None and gold.height > 0):
         cut = _cut_tie_group(gold_side, widened_side, *tie_keys)
         if cut is not None:
-            return _compare_with_cut_ties(gold_side, pred_side, widened_side, cut, order, gold.names)
-    return _compare_rows(gold_side, pred_side, order, gold.names), {}
+            if order.distinct:
+                return (*_set_with_cut_ties(gold_side, pred_side, widened_side, cut), sides)
+            return (*_compare_with_cut_ties(gold_side, pred_side, widened_side, cut, order,
+                                            gold.names), sides)
+    if order.distinct:
+        gold_set, pred_set = distinct_rows(gold_side), distinct_rows(pred_side)
+        return (compare_set(gold_set, pred_set),
+                {"gold_distinct_rows": gold_set.height, "pred_distinct_rows": pred_set.height},
+                (gold_set, pred_set))
+    return _compare_rows(gold_side, pred_side, order, gold.names), {}, sides
 
 
 def _tie_key_source(info: OrderInfo | None, order: RowOrder, widened: Side | None,
@@ -491,3 +515,33 @@ def _compare_with_cut_ties(gold: Side, pred: Side, widened: Side, cut: CutTies, 
     head = f"first {plural(cut.boundary, 'row')} match and the last " if cut.boundary else "all "
     return RowOutcome(True, f"{head}{plural(slots, 'row')} come from the tie group the gold's "
                             f"LIMIT cuts ({len(cut.group_rows)} tied rows seen)", paired), extra
+
+
+def _set_with_cut_ties(gold: Side, pred: Side, widened: Side,
+                       cut: CutTies) -> tuple[RowOutcome, dict[str, Any]]:
+    """:func:`_compare_with_cut_ties` for rows compared as sets: every distinct gold row before
+    the cut group is predicted, and every other distinct predicted row is a row of the group,
+    no more of them than the rows the gold took from it, and at least one."""
+    extra = {"tie_at_limit": True, "tie_group_rows_seen": len(cut.group_rows),
+             "tie_group_may_continue": cut.may_continue}
+    before = distinct_rows(gold.rows(range(cut.boundary)))
+    predicted = distinct_rows(pred)
+    slots = gold.height - cut.boundary  # rows, not distinct rows: an engine may take others
+    gold_left, pred_left, _ = side_difference(before, predicted)
+    if gold_left:
+        return RowOutcome(False, f"{plural(len(gold_left), 'gold row')} missing from prediction, "
+                                 f"e.g. {example_row(before, gold_left)}"), extra
+    tail = predicted.rows(pred_left)
+    foreign, paired = contained_in(distinct_rows(widened.rows(cut.group_rows)), tail)
+    if foreign:
+        return RowOutcome(False, f"the gold's LIMIT cuts a tie group at {row_span(cut.boundary, gold.height - 1)}, "
+                                 f"but predicted row {example_row(tail, foreign)} is not one "
+                                 f"of the {len(cut.group_rows)} tied rows", paired), extra
+    if not 0 < tail.height <= slots:
+        return RowOutcome(False, f"the gold takes {plural(slots, 'row')} from the tie group its "
+                                 f"LIMIT cuts, the prediction {tail.height} distinct rows"), extra
+    head = f"the first {plural(before.height, 'distinct row')} match and the other " \
+        if cut.boundary else "all "
+    return RowOutcome(True, f"as sets, {head}{plural(tail.height, 'distinct row')} come from the "
+                            f"tie group the gold's LIMIT cuts ({len(cut.group_rows)} tied rows "
+                            "seen)", paired), extra

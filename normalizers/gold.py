@@ -95,7 +95,9 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
     verdict = compare(gold.compared, pred, ordered=ordered, dialect=gold.dialect,
                       **gold.compare_kwargs(), **policy)
     options = {key: value for key, value in policy.items() if key != "policy"}
-    if (verdict.match or not verdict.details.get("ordered")
+    # As sets order never counts, but where NULLs sort still decides which rows a LIMIT keeps.
+    ordered_rows = verdict.details.get("ordered") or verdict.details.get("order_source") == "set_semantics"
+    if (verdict.match or not ordered_rows
             or resolve_policy(policy.get("policy"), options).null_order != "either"):
         return verdict
     moved = _replaced_nulls(gold)

@@ -78,6 +78,10 @@ class ComparePolicy:
     #: DuckDB: last). "either": an ordered prediction also matches the gold re-run with NULLs
     #: placed by another convention (needs a re-run, see normalizers.gold.judge); "strict": no
     null_order: NullOrder = "either"
+    #: compare the results' distinct rows with order ignored, as BIRD's execution accuracy does
+    #: (``set(predicted) == set(gold)``): duplicates and row order never count, and the tie
+    #: rules above do not apply. Off: rows are a bag, or a sequence under ORDER BY.
+    set_semantics: bool = False
 
     # -- structured values (see normalizers.families) ---------------------------------------
     #: arrays compare element by element in order ("ordered") or as multisets ("unordered")

@@ -188,6 +188,19 @@ def compare_bag(gold: Side, pred: Side) -> RowOutcome:
                       (gold_left, pred_left))
 
 
+def compare_set(gold: Side, pred: Side) -> RowOutcome:
+    """Distinct rows (each side holds every row once, see :mod:`polysql.normalizers.distinct`)
+    as sets: order and duplicates do not count."""
+    gold_left, pred_left, paired = side_difference(gold, pred)
+    if not gold_left and not pred_left:
+        return RowOutcome(True, f"same {plural(gold.height, 'distinct row')} as sets"
+                                f"{_with_tolerance(paired)}", paired)
+    prefix = (f"gold has {plural(gold.height, 'distinct row')}, predicted {pred.height}; "
+              if gold.height != pred.height else "")
+    return RowOutcome(False, prefix + _difference_reason(gold, pred, gold_left, pred_left), paired,
+                      (gold_left, pred_left))
+
+
 #: hash schemes under which two keys are equal exactly when their column hashes are
 _INJECTIVE_SCHEMES = frozenset({"int64", "float64"})
 

@@ -106,9 +106,8 @@ class Side:
 
     def rows(self, positions: Sequence[int]) -> Side:
         """A Side holding only the rows at ``positions`` (in that order)."""
-        def pick(column: Sequence[Any]) -> list[Any]:
-            return [column[i] for i in positions]
         where = np.asarray(positions, dtype=np.intp)
-        return Side(self.label, [pick(c) for c in self.raw], [pick(c) for c in self.keys],
+        return Side(self.label, [values_at(c, positions) for c in self.raw],
+                    [values_at(c, positions) for c in self.keys],
                     self.reading, self.policy, len(positions), self.schemes,
                     [hashed[where] for hashed in self.hashes], self.types)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.analysis.summary import Cell, Summary
+from polysql.normalizers.policy import DEFAULT_POLICY
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -57,6 +58,18 @@ def resolve_status(summary: Summary, status: str | None) -> str:
     if status not in STATUS_TEXT:
         raise ValueError(f"unknown report status {status!r}; one of {', '.join(STATUS_TEXT)}")
     return status
+
+
+def policy_note(run_info: dict[str, Any] | None) -> str | None:
+    """The comparison policy options a run changed from the contract's defaults, said in one
+    sentence (None when it changed none): its numbers are not comparable with a default run's."""
+    policy = (run_info or {}).get("settings", {}).get("policy") or {}
+    changed = ", ".join(f"{name}={json.dumps(value)}" for name, value in sorted(policy.items())
+                        if getattr(DEFAULT_POLICY, name, None) != value)
+    if not changed:
+        return None
+    return (f"Comparison policy changed from the contract's defaults: {changed}; these accuracies "
+            "compare only with runs under the same policy.")
 
 
 def banner_text(summary: Summary, status: str, notes: Sequence[str] = ()) -> str | None:
@@ -115,6 +128,9 @@ def markdown(summary: Summary, run_info: dict[str, Any] | None = None,
         settings = run_info.get("settings", {})
         lines.append(f"Timeout {settings.get('timeout')} s, max rows {settings.get('max_rows')}, "
                      f"polysql {run_info.get('polysql')}.")
+        changed = policy_note(run_info)
+        if changed:
+            lines.append(f"**{changed}**")
     lines += ["", "Accuracy = matches / all questions whose gold ran; failures to generate or",
               "execute count as wrong. Questions whose gold failed (invalid gold) and pending",
               f"work are in no denominator; {NO_VALUE} means nothing was left to count. 95% Wilson "
@@ -177,7 +193,8 @@ def _chart(rows: list[Cell]) -> str:
     return "".join(parts)
 
 
-def html_report(summary: Summary, *, status: str | None = None, notes: Sequence[str] = ()) -> str:
+def html_report(summary: Summary, *, status: str | None = None, notes: Sequence[str] = (),
+                run_info: dict[str, Any] | None = None) -> str:
     """A standalone page with an accuracy chart (inline SVG, no scripts) and the table."""
     status = resolve_status(summary, status)
     rows = summary.cells
@@ -192,6 +209,9 @@ def html_report(summary: Summary, *, status: str | None = None, notes: Sequence[
     banner = banner_text(summary, status, notes)
     banner_html = (f'<p class="incomplete" role="alert"><strong>{html.escape(banner)}</strong></p>'
                    if banner else "")
+    changed = policy_note(run_info)
+    if changed:
+        banner_html += f"<p><strong>{html.escape(changed)}</strong></p>"
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>polysql sweep report</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
@@ -229,5 +249,6 @@ def write_reports(summary: Summary, run_dir: Path, run_info: dict[str, Any] | No
         writer.writerows(_csv_row(c, status == "complete") for c in summary.cells)
     paths[2].write_text(markdown(summary, run_info, models, status=status, notes=notes),
                         encoding="utf-8")
-    paths[3].write_text(html_report(summary, status=status, notes=notes), encoding="utf-8")
+    paths[3].write_text(html_report(summary, status=status, notes=notes, run_info=run_info),
+                        encoding="utf-8")
     return paths

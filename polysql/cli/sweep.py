@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from polysql.analysis.reports.sweep import write_reports
+from polysql.analysis.reports.sweep import policy_note, write_reports
 from polysql.cli.console import console, stdout
 from polysql.cli.main import (
     EXIT_DATA,
@@ -76,12 +76,12 @@ class RichObserver(SweepObserver):
             self.progress.update(task, advance=1)
 
 
-def _summary_table(outcome: SweepOutcome) -> Table:
+def _summary_table(outcome: SweepOutcome, run_info: dict[str, Any]) -> Table:
     summary = outcome.summary
     title = f"accuracy — {', '.join(summary.datasets)}"
     if not summary.complete or outcome.interrupted:
         title += f" — INCOMPLETE: {summary.pending} pending"
-    table = Table(title=title)
+    table = Table(title=title, caption=policy_note(run_info))
     columns = ["predictor", "engine", "accuracy", "95% CI", "ok/n", "errors", "no SQL", "invalid gold"]
     if summary.pending:
         columns.append("pending")
@@ -170,7 +170,7 @@ def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str,
     run_info = json.loads((outcome.run_dir / "run.json").read_text(encoding="utf-8"))
     paths = write_reports(outcome.summary, outcome.run_dir, run_info, models=outcome.models,
                           status=outcome.status, notes=outcome.pending_notes())
-    stdout.print(_summary_table(outcome))
+    stdout.print(_summary_table(outcome, run_info))
     if outcome.models:
         stdout.print(_usage_table(outcome.models))
     if show_timings and outcome.timings is not None:

@@ -384,6 +384,13 @@ RUN: dict[tuple[str, str], Run | tuple[Run, ...]] = {
                   "mymodel=bird_preds.jsonl --out runs/bird"):
         Run(needs=("path/to/bird/dev", "bird_preds.jsonl"), expect=("mymodel", "2/2"),
             check=engines_recorded("runs/bird", "sqlite", "duckdb")),
+    ("docs/comparison.md", "polysql sweep --dataset bird:path/to/bird/dev --predictor "
+                           "mymodel=bird_preds.jsonl --policy set_semantics=true --policy "
+                           "align_by_name=false --policy align_by_value=false --policy "
+                           "numeric_tolerance=false --policy numeric_strings=false --policy "
+                           "trim_trailing_spaces=false --policy temporal_text=false"):
+        Run(needs=("path/to/bird/dev", "bird_preds.jsonl"),
+            expect=("mymodel", "2/2", "Comparison policy changed")),
     ("README.md", "polysql sweep --engines sqlite,duckdb,postgres,mysql"): SERVERS_SWEEP,
     ("README.md", "polysql sweep --engines pg=postgresql://admin:pw@db.example:5432/,"
                   "my=mysql://root:pw@db.example:3306/"):

@@ -21,6 +21,7 @@ twice is refused outright: it would clash with itself on every result.
 from __future__ import annotations
 
 import copy
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from polysql.leaderboard.bundle import (
     read_bundle,
     validate_bundle,
 )
+from polysql.normalizers.policy import changed_options
 
 __all__ = ["Claim", "Clash", "Merge", "Override", "Rename", "load_merged", "merge_bundles",
            "override_messages", "set_problems", "validate_bundles"]
@@ -261,6 +263,34 @@ def _dataset_versions(bundles: Sequence[Bundle]) -> list[str]:
     return lines
 
 
+def _policy_versions(bundles: Sequence[Bundle]) -> list[str]:
+    """One line per bundle whose sweep judged a dataset under other comparison policy options
+    than the first bundle of that dataset (``--policy``, say rows as sets against bags): the
+    same answers would score differently, so the numbers are not comparable on one board."""
+    first: dict[str, tuple[dict[str, Any], Bundle]] = {}
+    lines = []
+    for bundle in bundles:
+        name = (bundle.manifest.get("dataset") or {}).get("name")
+        policy = (bundle.manifest.get("settings") or {}).get("policy") or {}
+        if not isinstance(name, str) or not isinstance(policy, dict):
+            continue  # a malformed manifest: validate_bundle says so
+        changed = changed_options(policy)
+        seen = first.setdefault(name, (changed, bundle))
+        if seen[0] != changed:
+            lines.append(f"bundles {label(seen[1])} and {label(bundle)} judged dataset {name!r} "
+                         f"under different comparison policies ({_policy_text(seen[0])} and "
+                         f"{_policy_text(changed)}), so their numbers are not comparable side by "
+                         "side; build them as separate boards, or re-run one sweep with the "
+                         "other's --policy options")
+    return lines
+
+
+def _policy_text(changed: dict[str, Any]) -> str:
+    if not changed:
+        return "the defaults"
+    return ", ".join(f"{name}={json.dumps(value)}" for name, value in changed.items())
+
+
 def _twice_message(first: str, second: str) -> str:
     given = f"{first} is given twice" + (f" (as {first} and {second})" if first != second else "")
     return f"{given}: it would clash with itself on every result; give each bundle once"
@@ -352,7 +382,7 @@ def merge_bundles(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
     twice = _given_twice(bundles)
     if twice is not None:
         raise BundleError(_twice_message(*twice))
-    versions = _dataset_versions(bundles)
+    versions = _dataset_versions(bundles) + _policy_versions(bundles)
     if versions:
         raise BundleError("; ".join(versions))
     merge, clashes = _resolve(bundles, renames, prefer)
@@ -364,7 +394,8 @@ def merge_bundles(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
 def set_problems(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
                  prefer: Sequence[str] = ()) -> list[Problem]:
     """What is wrong with building these bundles together (each may be valid alone):
-    ``duplicate_bundle``, ``dataset_versions`` (one dataset name, two fingerprints), ``clash``
+    ``duplicate_bundle``, ``dataset_versions`` (one dataset name, two fingerprints),
+    ``policy_versions`` (one dataset judged under two comparison policies), ``clash``
     (one per clashing pair), and ``warn_overridden`` for the results ``--prefer`` overrides.
     Flags naming no bundle or predictor raise ConfigError."""
     twice = _given_twice(bundles)
@@ -372,6 +403,7 @@ def set_problems(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
         return [Problem("duplicate_bundle", _twice_message(*twice))]
     merge, clashes = _resolve(bundles, renames, prefer)
     return ([Problem("dataset_versions", line) for line in _dataset_versions(bundles)]
+            + [Problem("policy_versions", line) for line in _policy_versions(bundles)]
             + [Problem("clash", clash_message(c)) for c in clashes]
             + [Problem("warn_overridden", line.removeprefix("overridden: "))
                for line in override_messages(merge.overrides)])

@@ -147,3 +147,10 @@ def option_names() -> list[str]:
 
 
 DEFAULT_POLICY = ComparePolicy()
+
+
+def changed_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The ``options`` (as a run records them) that differ from the contract's defaults: what
+    makes a run's verdicts incomparable with a default run's."""
+    return {name: value for name, value in sorted(options.items())
+            if getattr(DEFAULT_POLICY, name, None) != value}

@@ -262,3 +262,29 @@ def test_one_dataset_name_with_two_fingerprints_is_not_one_board(tmp_path: Path)
     assert not (tmp_path / "site").exists()
     # the same version of the dataset merges as before
     assert len(merge_bundles([first, _bundle(tmp_path, "c", "m3", seed=3)]).bundles) == 2
+
+
+def test_one_dataset_judged_under_two_policies_is_not_one_board(tmp_path: Path) -> None:
+    """A sweep that compared rows as sets next to one that compared them as bags would rank
+    the same answers differently: refused, naming both bundles and both policies. Options left
+    at their defaults count as the defaults."""
+    first = _bundle(tmp_path, "a", "m1", seed=1)
+    folder = write_bundle(tmp_path / "b", "m2", "demo",
+                          generated_records("m2", "demo", 20, CHANCES, seed=2))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["settings"]["policy"] = {"set_semantics": True, "rel_tol": 1e-5}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    second = read_bundle(folder)
+    with pytest.raises(BundleError) as caught:
+        merge_bundles([first, second])
+    message = str(caught.value)
+    assert (f"bundles {first.source} and {second.source} judged dataset 'demo' under different "
+            "comparison policies (the defaults and set_semantics=true)") in message
+    assert [p.code for p in set_problems([first, second])] == ["policy_versions"]
+    with pytest.raises(BundleError, match="different comparison policies"):
+        build_site([first, second], tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+    # a policy that spells out a default is the default policy
+    manifest["settings"]["policy"] = {"set_semantics": False}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert len(merge_bundles([first, read_bundle(folder)]).bundles) == 2

@@ -225,8 +225,9 @@ def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect
     if pol.set_semantics:
         if ordered:
             raise ComparisonError(
-                "ordered=True asks for the gold's row order, but policy option set_semantics "
-                "compares rows as sets, where order never counts; drop one of the two")
+                "ordered=True (--ordered) asks for the gold's row order, but policy option "
+                "set_semantics compares rows as sets, where order never counts; drop one of the "
+                "two")
         # The tie groups still tell which rows a LIMIT that cut one could have kept.
         return RowOrder(False, None, "set_semantics", info, ties, distinct=True)
     if ties is not None:

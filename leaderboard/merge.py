@@ -21,9 +21,8 @@ twice is refused outright: it would clash with itself on every result.
 from __future__ import annotations
 
 import copy
-import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from polysql.leaderboard.bundle import (
     read_bundle,
     validate_bundle,
 )
-from polysql.normalizers.policy import changed_options
+from polysql.normalizers.policy import changed_options, options_text
 
 __all__ = ["Claim", "Clash", "Merge", "Override", "Rename", "load_merged", "merge_bundles",
            "override_messages", "set_problems", "validate_bundles"]
@@ -243,52 +242,57 @@ def _given_twice(bundles: Sequence[Bundle]) -> tuple[str, str] | None:
     return None
 
 
+def _disagreements(bundles: Sequence[Bundle], read: Callable[[Bundle], tuple[str, Any] | None],
+                   ) -> list[tuple[str, Bundle, Any, Bundle, Any]]:
+    """Per bundle whose value (``read`` gives its dataset name and the value) differs from the
+    first bundle of the same dataset: (dataset, that first bundle, its value, bundle, value)."""
+    first: dict[str, tuple[Any, Bundle]] = {}
+    found = []
+    for bundle in bundles:
+        named = read(bundle)
+        if named is None:
+            continue  # a malformed manifest: validate_bundle says so
+        name, value = named
+        seen = first.setdefault(name, (value, bundle))
+        if seen[0] != value:
+            found.append((name, seen[1], seen[0], bundle, value))
+    return found
+
+
+def _fingerprint(bundle: Bundle) -> tuple[str, str] | None:
+    dataset = bundle.manifest.get("dataset") or {}
+    name, fingerprint = dataset.get("name"), dataset.get("fingerprint")
+    return (name, fingerprint) if isinstance(name, str) and isinstance(fingerprint, str) else None
+
+
 def _dataset_versions(bundles: Sequence[Bundle]) -> list[str]:
     """One line per pair of bundles that name the same dataset but were run on different
     versions of it (different fingerprints): their numbers are not comparable on one board."""
-    first: dict[str, tuple[str, Bundle]] = {}
-    lines = []
-    for bundle in bundles:
-        dataset = bundle.manifest.get("dataset") or {}
-        name, fingerprint = dataset.get("name"), dataset.get("fingerprint")
-        if not isinstance(name, str) or not isinstance(fingerprint, str):
-            continue  # a malformed manifest: validate_bundle says so
-        seen = first.setdefault(name, (fingerprint, bundle))
-        if seen[0] != fingerprint:
-            lines.append(f"bundles {label(seen[1])} and {label(bundle)} both report dataset "
-                         f"{name!r} but with different fingerprints ({seen[0]} and "
-                         f"{fingerprint}): they were run on different versions of it, so their "
-                         "numbers are not comparable side by side; build them as separate "
-                         "boards, or re-run one sweep on the other's dataset")
-    return lines
+    return [f"bundles {label(one)} and {label(other)} both report dataset {name!r} but with "
+            f"different fingerprints ({was} and {now}): they were run on different versions of "
+            "it, so their numbers are not comparable side by side; build them as separate "
+            "boards, or re-run one sweep on the other's dataset"
+            for name, one, was, other, now in _disagreements(bundles, _fingerprint)]
+
+
+def _changed_policy(bundle: Bundle) -> tuple[str, dict[str, Any]] | None:
+    name = (bundle.manifest.get("dataset") or {}).get("name")
+    policy = (bundle.manifest.get("settings") or {}).get("policy") or {}
+    if not isinstance(name, str) or not isinstance(policy, dict):
+        return None
+    return name, changed_options(policy)
 
 
 def _policy_versions(bundles: Sequence[Bundle]) -> list[str]:
     """One line per bundle whose sweep judged a dataset under other comparison policy options
     than the first bundle of that dataset (``--policy``, say rows as sets against bags): the
     same answers would score differently, so the numbers are not comparable on one board."""
-    first: dict[str, tuple[dict[str, Any], Bundle]] = {}
-    lines = []
-    for bundle in bundles:
-        name = (bundle.manifest.get("dataset") or {}).get("name")
-        policy = (bundle.manifest.get("settings") or {}).get("policy") or {}
-        if not isinstance(name, str) or not isinstance(policy, dict):
-            continue  # a malformed manifest: validate_bundle says so
-        changed = changed_options(policy)
-        seen = first.setdefault(name, (changed, bundle))
-        if seen[0] != changed:
-            lines.append(f"bundles {label(seen[1])} and {label(bundle)} judged dataset {name!r} "
-                         f"under different comparison policies ({_policy_text(seen[0])} and "
-                         f"{_policy_text(changed)}), so their numbers are not comparable side by "
-                         "side; build them as separate boards, or re-run one sweep with the "
-                         "other's --policy options")
-    return lines
-
-
-def _policy_text(changed: dict[str, Any]) -> str:
-    if not changed:
-        return "the defaults"
-    return ", ".join(f"{name}={json.dumps(value)}" for name, value in changed.items())
+    return [f"bundles {label(one)} and {label(other)} judged dataset {name!r} under different "
+            f"comparison policies ({options_text(was) or 'the defaults'} and "
+            f"{options_text(now) or 'the defaults'}), so their numbers are not comparable side "
+            "by side; build them as separate boards, or re-run one sweep with the other's "
+            "--policy options"
+            for name, one, was, other, now in _disagreements(bundles, _changed_policy)]
 
 
 def _twice_message(first: str, second: str) -> str:

@@ -7,6 +7,7 @@ without forking the comparison code.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
@@ -154,3 +155,9 @@ def changed_options(options: dict[str, Any]) -> dict[str, Any]:
     makes a run's verdicts incomparable with a default run's."""
     return {name: value for name, value in sorted(options.items())
             if getattr(DEFAULT_POLICY, name, None) != value}
+
+
+
+def options_text(options: dict[str, Any]) -> str:
+    """``options`` as they are typed after ``--policy``: ``set_semantics=true, rel_tol=0.01``."""
+    return ", ".join(f"{name}={json.dumps(value)}" for name, value in options.items())

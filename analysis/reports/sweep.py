@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.analysis.summary import Cell, Summary
-from polysql.normalizers.policy import changed_options
+from polysql.normalizers.policy import changed_options, options_text
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -64,8 +64,7 @@ def policy_note(run_info: dict[str, Any] | None) -> str | None:
     """The comparison policy options a run changed from the contract's defaults, said in one
     sentence (None when it changed none): its numbers are not comparable with a default run's."""
     policy = (run_info or {}).get("settings", {}).get("policy") or {}
-    changed = ", ".join(f"{name}={json.dumps(value)}"
-                        for name, value in changed_options(policy).items())
+    changed = options_text(changed_options(policy))
     if not changed:
         return None
     return (f"Comparison policy changed from the contract's defaults: {changed}; these accuracies "

@@ -96,7 +96,8 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
                       **gold.compare_kwargs(), **policy)
     options = {key: value for key, value in policy.items() if key != "policy"}
     # As sets order never counts, but where NULLs sort still decides which rows a LIMIT keeps.
-    ordered_rows = verdict.details.get("ordered") or verdict.details.get("order_source") == "set_semantics"
+    ordered_rows = (verdict.details.get("ordered")
+                    or verdict.details.get("order_source") == "set_semantics")
     if (verdict.match or not ordered_rows
             or resolve_policy(policy.get("policy"), options).null_order != "either"):
         return verdict

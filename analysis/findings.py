@@ -35,6 +35,7 @@ from polysql.analysis.stats import (
 )
 from polysql.core.store import record_key
 from polysql.datasets.base import GOLD_DIALECT
+from polysql.normalizers.policy import options_text
 
 POOLED = "(pooled)"
 
@@ -339,6 +340,23 @@ def taxonomy_rows(outcomes: Outcomes, categories: dict[Any, str] | None) -> list
     return [rows[k] for k in sorted(rows)]
 
 
+def _policy_notes(policies: dict[str, dict[str, Any]]) -> list[str]:
+    """What the runs' comparison policies mean for their numbers: nothing when every run kept
+    the defaults; otherwise which options changed, and, when the runs differ, that numbers taken
+    from different runs are not comparable."""
+    spelled = {run: options_text(changed) or "the defaults" for run, changed in policies.items()}
+    if len(set(spelled.values())) > 1:
+        listed = "; ".join(f"{run}: {text}" for run, text in spelled.items())
+        return [f"These runs judged answers under different comparison policies ({listed}): "
+                "accuracies and tests that set one run's records beside another's compare "
+                "different measures."]
+    if spelled and next(iter(spelled.values())) != "the defaults":
+        return [f"Comparison policy changed from the contract's defaults in every run: "
+                f"{next(iter(spelled.values()))}; these numbers compare only with runs under the "
+                "same policy."]
+    return []
+
+
 def analyze(outcomes: Outcomes, settings: Settings | None = None,
             categories: dict[Any, str] | None = None) -> Findings:
     """Every table of the report. ``categories``: classifier output by record key, if any."""
@@ -353,6 +371,7 @@ def analyze(outcomes: Outcomes, settings: Settings | None = None,
         notes.append(f"{run}: {len(lines)} line(s) of its results file are not a whole record "
                      f"(line {shown}) and were skipped; the next `polysql sweep` into it drops "
                      "them and redoes their work.")
+    notes.extend(_policy_notes(outcomes.policies))
     for conflict in outcomes.conflicts:
         notes.append(f"{'/'.join(conflict.key)}: {conflict.kept_run} says {conflict.kept}, "
                      f"{conflict.dropped_run} said {conflict.dropped}; the later record is used.")

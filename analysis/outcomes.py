@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from polysql.core.errors import ResultsStoreError
-from polysql.core.store import RESULTS_FILE, ResultsStore, record_key, run_plan
+from polysql.core.store import RESULTS_FILE, ResultsStore, read_run_info, record_key, run_plan
+from polysql.normalizers.policy import changed_options
 
 QuestionKey = tuple[str, str]  # (dataset, question_id)
 OutcomeKey = tuple[str, str, str, str]  # (dataset, question_id, predictor, engine)
@@ -44,6 +45,8 @@ class Outcomes:
     pending: dict[str, int] = field(default_factory=dict)
     # per run folder: line numbers of its results file that are not a whole record (skipped)
     damaged: dict[str, list[int]] = field(default_factory=dict)
+    # per run folder: the comparison policy options its sweep changed from the defaults
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def predictors(self) -> list[str]:
@@ -107,6 +110,7 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Outcomes:
     loaded: list[tuple[str, list[dict[str, Any]]]] = []
     pending: dict[str, int] = {}
     damaged: dict[str, list[int]] = {}
+    policies: dict[str, dict[str, Any]] = {}
     for run_dir in run_dirs:
         path = Path(run_dir)
         if not (path / RESULTS_FILE).is_file():
@@ -116,11 +120,14 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Outcomes:
         records = store.latest_records()
         loaded.append((str(path), records))
         pending[str(path)] = len(run_plan(path).pending(records))
+        settings = (read_run_info(path) or {}).get("settings") or {}
+        policies[str(path)] = changed_options(settings.get("policy") or {})
         if store.damaged_lines:
             damaged[str(path)] = list(store.damaged_lines)
     outcomes = merge_records(loaded)
     outcomes.pending = pending
     outcomes.damaged = damaged
+    outcomes.policies = policies
     if not outcomes.records:
         raise ResultsStoreError(f"no records in {', '.join(map(str, run_dirs))}: the sweep "
                                 "wrote nothing yet")

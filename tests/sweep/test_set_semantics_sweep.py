@@ -1,6 +1,7 @@
 """``polysql sweep --policy set_semantics=true`` end to end (CLI, real SQLite and DuckDB): rows
 are judged as sets, the screen and the reports say the policy is not the default, and a run
-folder made under one policy is not resumed under another."""
+folder made under one policy is not resumed under another; ``polysql report`` over runs of
+different policies says their numbers are different measures."""
 
 from __future__ import annotations
 
@@ -69,3 +70,17 @@ def test_every_row_twice_matches_only_as_sets(tmp_path: Path) -> None:
     assert {r["engine"]: r["status"] for r in records} == {"sqlite": "mismatch",
                                                             "duckdb": "mismatch"}
     assert "Comparison policy changed" not in output
+
+    # A report over both runs says their numbers are different measures; over the set run
+    # alone, that its policy is not the default.
+    report = CliRunner().invoke(main, ["report", str(run), str(tmp_path / "bags"), "--out",
+                                       str(tmp_path / "both"), "--resamples", "200"])
+    text = " ".join(report.output.split())
+    assert report.exit_code == 0, report.output
+    assert (f"These runs judged answers under different comparison policies ({run}: "
+            f"set_semantics=true; {tmp_path / 'bags'}: the defaults)") in text
+    alone = CliRunner().invoke(main, ["report", str(run), "--out", str(tmp_path / "alone"),
+                                      "--resamples", "200"])
+    assert alone.exit_code == 0, alone.output
+    assert ("Comparison policy changed from the contract's defaults in every run: "
+            "set_semantics=true") in " ".join(alone.output.split())

@@ -50,7 +50,7 @@ from polysql.normalizers.rows import (
 from polysql.normalizers.shape import mismatch_shape
 from polysql.normalizers.values import PLAIN_READING, Reading, reading_for
 
-__all__ = ["ComparePolicy", "compare", "resolve_policy", "widen_limit"]
+__all__ = ["ComparePolicy", "check_order_request", "compare", "resolve_policy", "widen_limit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,11 +223,7 @@ def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect
     ties = gold_ties if (info is not None and info.ordered and info.unresolved
                          and gold_ties is not None and len(gold_ties) == len(gold.rows)) else None
     if pol.set_semantics:
-        if ordered:
-            raise ComparisonError(
-                "ordered=True (--ordered) asks for the gold's row order, but policy option "
-                "set_semantics compares rows as sets, where order never counts; drop one of the "
-                "two")
+        check_order_request(ordered, pol)
         # The tie groups still tell which rows a LIMIT that cut one could have kept.
         return RowOrder(False, None, "set_semantics", info, ties, distinct=True)
     if ties is not None:
@@ -244,6 +240,15 @@ def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect
     if info.ordered and info.unresolved and ties is None and pol.unresolved_order_keys == "bag":
         return RowOrder(False, None, "gold_sql", info)
     return RowOrder(info.ordered, keys if info.ordered else None, "gold_sql", info, ties)
+
+
+def check_order_request(ordered: bool | None, pol: ComparePolicy) -> None:
+    """Raise ComparisonError when ``ordered=True`` contradicts the policy (rows as sets), so a
+    caller can refuse before running anything."""
+    if ordered and pol.set_semantics:
+        raise ComparisonError(
+            "ordered=True (--ordered) asks for the gold's row order, but policy option "
+            "set_semantics compares rows as sets, where order never counts; drop one of the two")
 
 
 def _truncation_caveat(gold: Result, pred: Result) -> str:

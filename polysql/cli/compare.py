@@ -13,6 +13,7 @@ from polysql.cli.main import EXIT_INVALID_GOLD, EXIT_MISMATCH
 from polysql.cli.options import parse_policy
 from polysql.core.model import Result
 from polysql.engines.registry import connect
+from polysql.normalizers.compare import check_order_request, resolve_policy
 from polysql.normalizers.gold import judge, run_gold
 
 
@@ -30,6 +31,9 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
                 as_json: bool) -> None:
     """Run two queries and say whether their results match (exit 0) or not (exit 1); exit 7
     when the gold query itself fails, since then nothing can be judged."""
+    # a bad or contradictory policy is refused before any query runs (the gold may be slow)
+    policy = resolve_policy(None, parse_policy(policy_items))
+    check_order_request(ordered, policy)
     with connect(db_url) as gold_engine:
         def run(sql: str) -> Result:
             return gold_engine.execute(sql, timeout=timeout)
@@ -40,7 +44,7 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
         else:
             with connect(pred_url) as pred_engine:
                 pred = pred_engine.execute(pred_sql, timeout=timeout)
-        verdict = judge(gold, pred, run, ordered=ordered, **parse_policy(policy_items))
+        verdict = judge(gold, pred, run, ordered=ordered, policy=policy)
     if as_json:
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:

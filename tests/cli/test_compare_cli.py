@@ -118,3 +118,21 @@ def test_sql_the_parser_reads_loosely_leaves_no_stray_warning(shop: str) -> None
     assert process.stdout.startswith("mismatch: prediction failed with a forbidden error: only "
                                      "queries may run; this is a SET statement"), process.stdout
     assert "unsupported syntax" not in process.stdout + process.stderr
+
+
+def test_set_semantics_and_a_policy_refused_before_any_query_runs(shop: str,
+                                                                   tmp_path: Path) -> None:
+    code, output = compare(shop, "SELECT customer FROM orders ORDER BY customer",
+                           "SELECT DISTINCT customer FROM orders", "--policy",
+                           "set_semantics=true")
+    assert code == 0, output
+    assert "same 2 distinct rows as sets" in output
+    # Contradictory or unknown options stop the command before any engine is opened: on a
+    # database that does not exist, the policy is what the error names.
+    missing = f"sqlite:///{tmp_path / 'missing.sqlite'}"
+    assert "does not exist" in compare(missing, "SELECT 1", "SELECT 1")[1]
+    for extra in (("--policy", "set_semantics=true", "--ordered"),
+                  ("--policy", "set_semantic=true")):
+        code, output = compare(missing, "SELECT 1", "SELECT 1", *extra)
+        assert code == 2, output
+        assert "set_semantic" in output and "does not exist" not in output

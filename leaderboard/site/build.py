@@ -34,6 +34,7 @@ from polysql.leaderboard.site.pages import blank as _blank
 from polysql.leaderboard.site.pages import escape as _e
 from polysql.leaderboard.site.pages import page as _page
 from polysql.leaderboard.site.rewrite import load_rewrite_ledgers, write_rewrite_page
+from polysql.normalizers.policy import changed_options
 
 if TYPE_CHECKING:
     from polysql.leaderboard.bundle import Bundle
@@ -468,6 +469,10 @@ def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
     outcomes = merge_records([(name, b.records) for name, b in zip(names, bundles, strict=True)])
     if not outcomes.records:
         raise ConfigError("the bundles hold no records")
+    # the board says when its verdicts were not made under the default comparison policy
+    outcomes.policies = {name: changed_options((b.manifest.get("settings") or {}).get("policy")
+                                               or {})
+                         for name, b in zip(names, bundles, strict=True)}
     findings = analyze(outcomes, settings)
     slugs = {model: model_slug(model) for model in findings.predictors}
     document = _leaderboard(outcomes, findings, settings, slugs, _sources(bundles, names))

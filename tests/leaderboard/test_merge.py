@@ -288,3 +288,12 @@ def test_one_dataset_judged_under_two_policies_is_not_one_board(tmp_path: Path) 
     manifest["settings"]["policy"] = {"set_semantics": False}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     assert len(merge_bundles([first, read_bundle(folder)]).bundles) == 2
+    # a board whose bundles all changed the policy says so on its front page
+    manifest["settings"]["policy"] = {"set_semantics": True}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    build_site([read_bundle(folder)], tmp_path / "sets")
+    page = (tmp_path / "sets" / "index.html").read_text(encoding="utf-8")
+    assert "Comparison policy changed from the contract&#x27;s defaults in every run: " \
+        "set_semantics=true" in page
+    build_site([first], tmp_path / "defaults")
+    assert "Comparison policy" not in (tmp_path / "defaults" / "index.html").read_text()

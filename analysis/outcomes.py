@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from polysql.core.errors import ResultsStoreError
-from polysql.core.store import RESULTS_FILE, ResultsStore, read_run_info, record_key, run_plan
+from polysql.core.store import (
+    RESULTS_FILE,
+    ResultsStore,
+    RunPlan,
+    read_run_info,
+    record_key,
+)
 from polysql.normalizers.policy import changed_options
 
 QuestionKey = tuple[str, str]  # (dataset, question_id)
@@ -119,8 +125,9 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Outcomes:
         store = ResultsStore(path)
         records = store.latest_records()
         loaded.append((str(path), records))
-        pending[str(path)] = len(run_plan(path).pending(records))
-        settings = (read_run_info(path) or {}).get("settings") or {}
+        info = read_run_info(path) or {}  # read once: the plan and the settings
+        pending[str(path)] = len(RunPlan.from_list(info.get("plan")).pending(records))
+        settings = info.get("settings") or {}
         policies[str(path)] = changed_options(settings.get("policy") or {})
         if store.damaged_lines:
             damaged[str(path)] = list(store.damaged_lines)

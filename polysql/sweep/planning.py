@@ -29,6 +29,7 @@ from polysql.core.store import (
 from polysql.core.version import __version__
 from polysql.datasets.base import Dataset, Question
 from polysql.engines.fleet import EngineSpec
+from polysql.normalizers.policy import changed_options, options_text
 from polysql.sweep.config import VERDICT_SETTINGS, SweepConfig
 from polysql.sweep.inputs import Inputs, RecordInputs
 from polysql.sweep.prediction_files import FilePredictor
@@ -131,12 +132,16 @@ class RunPlanner:
         plan = RunPlan()
         previous = read_run_info(self.run_dir) if self.store.path.exists() else None
         if previous is not None:
-            changed = [k for k in VERDICT_SETTINGS if previous.get("settings", {}).get(k) != settings[k]]
+            was = previous.get("settings", {})
+            changed = [k for k in VERDICT_SETTINGS
+                       if _setting_text(k, was.get(k)) != _setting_text(k, settings[k])]
             if changed:
+                differences = "; ".join(f"{k}: {_setting_text(k, was.get(k))} there, "
+                                        f"{_setting_text(k, settings[k])} now" for k in changed)
                 raise ResultsStoreError(
                     f"{self.run_dir} holds a sweep with different {', '.join(changed)} "
-                    f"(was {[previous.get('settings', {}).get(k) for k in changed]}); resuming would mix "
-                    "incomparable verdicts. Use another --out folder, or --fresh to discard it."
+                    f"({differences}); resuming would mix incomparable verdicts. Use another "
+                    "--out folder, or --fresh to discard it."
                 )
             earlier = [p for p in previous.get("predictors", []) if isinstance(p, dict)]
             self._check_predictor_settings(earlier, described)
@@ -235,3 +240,12 @@ class RunPlanner:
         return WorkPlan(pending=pending, resumed=resumed, reevaluated=reevaluated,
                         superseded=len(stale) - reevaluated, damaged_lines=len(rewrite.damaged),
                         problems=problems)
+
+
+def _setting_text(name: str, value: Any) -> str:
+    """A verdict setting as a person reads it; a policy by the options it changes from the
+    defaults, so two spellings of the same policy are the same setting."""
+    if name == "policy":
+        return options_text(changed_options(value if isinstance(value, dict) else {})) \
+            or "the default policy"
+    return json.dumps(value)

@@ -61,7 +61,12 @@ def test_every_row_twice_matches_only_as_sets(tmp_path: Path) -> None:
     # The same run folder under the default policy is refused: its verdicts were made as sets.
     code, output = sweep(run, predictions)
     assert code != 0
-    assert "holds a sweep with different policy" in " ".join(output.split())
+    assert ("holds a sweep with different policy (policy: set_semantics=true there, the "
+            "default policy now)") in " ".join(output.split())
+    # The same policy spelled with a default option added is the same policy: it resumes.
+    code, output = sweep(run, predictions, "set_semantics=true", "bool_as_int=true")
+    assert code == 0, output
+    assert "0 new records, 2 resumed" in output
 
     # A new one judges as bags: every row twice is a different answer.
     code, output = sweep(tmp_path / "bags", predictions)

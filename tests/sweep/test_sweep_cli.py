@@ -65,7 +65,8 @@ def test_changed_verdict_settings_refuse_to_mix_into_an_old_run(tmp_path: Path) 
     assert sweep("--out", str(run), "--limit", "2")[0] == 0
     code, output = sweep("--out", str(run), "--limit", "2", "--timeout", "5")
     assert code == EXIT_STORE
-    assert "different timeout" in output and "--fresh" in output
+    assert "different timeout (timeout: 30.0 there, 5.0 now)" in " ".join(output.split())
+    assert "--fresh" in output
     code, output = sweep("--out", str(run), "--limit", "2", "--timeout", "5", "--fresh")
     assert code == 0, output
 

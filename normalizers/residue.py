@@ -30,7 +30,7 @@ import numpy as np
 from polysql.core.columnar import values_at
 from polysql.normalizers.hashing import group_order, row_hashes, runs
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.side import EXACT_SCHEMES, Side
+from polysql.normalizers.side import EXACT_SCHEMES, PickedColumn, Side
 from polysql.normalizers.tolerance import pair_within_tolerance
 from polysql.normalizers.values import (
     EXACT_FLOAT_INT,
@@ -93,24 +93,8 @@ def _float_numbers(side: Side, j: int, at: np.ndarray) -> _Numbers | None:
     approx, nulls = parts
     present = None if nulls is None else ~nulls
     found = approx if present is None else approx[present]
-    return _from_floats(found, present, float, _Picked(side.raw[j], at),
+    return _from_floats(found, present, float, PickedColumn(side.raw[j], at),
                         side.reading[j].approximate)
-
-
-class _Picked(Sequence[Any]):
-    """``column``'s values at ``rows``, read one by one when asked (the tolerance pass looks at
-    only the few that are not numbers)."""
-
-    __slots__ = ("_column", "_rows")
-
-    def __init__(self, column: Sequence[Any], rows: np.ndarray) -> None:
-        self._column, self._rows = column, rows
-
-    def __len__(self) -> int:
-        return int(self._rows.size)
-
-    def __getitem__(self, k: Any) -> Any:
-        return self._column[int(self._rows[k])]
 
 
 def _written(approx: np.ndarray, exact: np.ndarray, approximate: bool) -> np.ndarray:

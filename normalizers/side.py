@@ -20,6 +20,25 @@ EXACT_SCHEMES = frozenset({"int64", "strong"})
 _INTS: frozenset[type] = frozenset({int, NoneType})
 
 
+class PickedColumn(Sequence[Any]):
+    """``column``'s values at ``rows``, read one by one when asked: a Side of some rows of
+    another (a tolerance pass's residue, a result's distinct rows) looks at only a few raw
+    values, for reasons and non-numbers, so they are not copied out whole."""
+
+    __slots__ = ("_column", "_rows")
+
+    def __init__(self, column: Sequence[Any], rows: np.ndarray) -> None:
+        self._column, self._rows = column, rows
+
+    def __len__(self) -> int:
+        return int(self._rows.size)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self._column[int(i)] for i in self._rows[k]]
+        return self._column[int(self._rows[k])]
+
+
 @dataclass(slots=True)
 class Side:
     """One result's rows, restricted to the aligned columns, in gold column order."""
@@ -107,7 +126,10 @@ class Side:
     def rows(self, positions: Sequence[int]) -> Side:
         """A Side holding only the rows at ``positions`` (in that order)."""
         where = np.asarray(positions, dtype=np.intp)
-        return Side(self.label, [values_at(c, positions) for c in self.raw],
-                    [values_at(c, positions) for c in self.keys],
+        # Keys held as float arrays stay arrays (hashing and the tolerance pass read them so).
+        keys = [lazy.take(where) if isinstance(lazy, FloatKeys)
+                else values_at(self.key_column(j), positions)
+                for j, lazy in enumerate(self.lazy_keys)]
+        return Side(self.label, [PickedColumn(c, where) for c in self.raw], keys,
                     self.reading, self.policy, len(positions), self.schemes,
                     [hashed[where] for hashed in self.hashes], self.types)

@@ -267,6 +267,17 @@ class FloatKeys(Sequence[Any]):
                 spread.patch(int(rows[i]), key)
         return spread
 
+    def take(self, rows: np.ndarray) -> FloatKeys:
+        """The keys of ``rows`` (positions, in that order), still held as arrays."""
+        nulls = None if self._nulls is None else self._nulls[rows]
+        floats = None if self._floats is None else self._floats[rows]
+        taken = FloatKeys(self._values[rows], nulls, floats=floats)
+        if self._patches:
+            patched = np.fromiter(self._patches, dtype=np.intp, count=len(self._patches))
+            for k in np.flatnonzero(np.isin(rows, patched)).tolist():
+                taken.patch(k, self._patches[int(rows[k])])
+        return taken
+
     def as_list(self) -> list[Any]:
         if self._list is None:
             keys = self._values.tolist()

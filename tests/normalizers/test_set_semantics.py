@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -21,6 +22,7 @@ from polysql.core.columnar import ArrowRows
 from polysql.core.errors import ComparisonError
 from polysql.core.model import Result, Verdict
 from polysql.normalizers.gold import judge, run_gold
+from polysql.normalizers.values import FloatKeys
 
 SETUP = [
     "CREATE TABLE visits (id INTEGER, city TEXT, score INTEGER, ratio DOUBLE)",
@@ -215,3 +217,18 @@ def test_reports_say_the_policy_changed() -> None:
     assert note in markdown(summarize([]), run_info)
     assert policy_note({"settings": {"policy": {"set_semantics": False}}}) is None  # the default
     assert policy_note({"settings": {"policy": {}}}) is None
+
+
+def test_distinct_rows_keep_float_keys_and_their_patches() -> None:
+    # NaN keys are patches of a float column's key array: the distinct rows carry them along.
+    nan = float("nan")
+    gold = Result(["x", "n"], [(nan, 1), (nan, 1), (None, 2), (1.5, 3), (None, 2), (2**60, 4)])
+    pred = Result(["x", "n"], [(2**60, 4), (1.5 + 1e-12, 3), (nan, 1), (None, 2)])
+    verdict = polysql.compare(gold, pred, set_semantics=True)
+    assert verdict.match, verdict.reason
+    assert verdict.details["gold_distinct_rows"] == 4
+    assert not polysql.compare(gold, pred, set_semantics=True, nan_equals_nan=False).match
+    keys = FloatKeys(np.array([0.5, np.nan, 7.0, np.nan]), np.array([False, False, False, True]))
+    keys.patch(1, "nan-key")
+    taken = keys.take(np.array([3, 1, 1, 0]))
+    assert taken.as_list() == [None, "nan-key", "nan-key", 0.5]

@@ -127,8 +127,7 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Outcomes:
         loaded.append((str(path), records))
         info = read_run_info(path) or {}  # read once: the plan and the settings
         pending[str(path)] = len(RunPlan.from_list(info.get("plan")).pending(records))
-        settings = info.get("settings") or {}
-        policies[str(path)] = changed_options(settings.get("policy") or {})
+        policies[str(path)] = changed_options((info.get("settings") or {}).get("policy"))
         if store.damaged_lines:
             damaged[str(path)] = list(store.damaged_lines)
     outcomes = merge_records(loaded)

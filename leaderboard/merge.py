@@ -277,10 +277,9 @@ def _dataset_versions(bundles: Sequence[Bundle]) -> list[str]:
 
 def _changed_policy(bundle: Bundle) -> tuple[str, dict[str, Any]] | None:
     name = (bundle.manifest.get("dataset") or {}).get("name")
-    policy = (bundle.manifest.get("settings") or {}).get("policy") or {}
-    if not isinstance(name, str) or not isinstance(policy, dict):
-        return None
-    return name, changed_options(policy)
+    if not isinstance(name, str):
+        return None  # a malformed manifest: validate_bundle says so
+    return name, changed_options((bundle.manifest.get("settings") or {}).get("policy"))
 
 
 def _policy_versions(bundles: Sequence[Bundle]) -> list[str]:

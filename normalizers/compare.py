@@ -63,8 +63,11 @@ class RowOrder:
     info: OrderInfo | None
     #: per gold row, the ORDER BY key values when they are not output columns (hidden columns)
     ties: list[tuple[Any, ...]] | None = None
-    #: compare distinct rows (policy ``set_semantics``): duplicates do not count
-    distinct: bool = False
+
+    @property
+    def distinct(self) -> bool:
+        """Compare distinct rows (policy ``set_semantics``): duplicates do not count."""
+        return self.source == "set_semantics"
 
 
 def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> ComparePolicy:
@@ -225,7 +228,7 @@ def _row_order(gold: Result, gold_sql: str | None, ordered: bool | None, dialect
     if pol.set_semantics:
         check_order_request(ordered, pol)
         # The tie groups still tell which rows a LIMIT that cut one could have kept.
-        return RowOrder(False, None, "set_semantics", info, ties, distinct=True)
+        return RowOrder(False, None, "set_semantics", info, ties)
     if ties is not None:
         keys = ()
     if not pol.ties_any_order:

@@ -150,10 +150,13 @@ def option_names() -> list[str]:
 DEFAULT_POLICY = ComparePolicy()
 
 
-def changed_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The ``options`` (as a run records them) that differ from the contract's defaults: what
-    makes a run's verdicts incomparable with a default run's."""
-    return {name: value for name, value in sorted(options.items())
+def changed_options(recorded: Any) -> dict[str, Any]:
+    """The options of a policy as a run records it (run.json's or a bundle's ``settings.policy``)
+    that differ from the contract's defaults: what makes a run's verdicts incomparable with a
+    default run's. Nothing recorded, or not a mapping, is the default policy."""
+    if not isinstance(recorded, dict):
+        return {}
+    return {name: value for name, value in sorted(recorded.items())
             if getattr(DEFAULT_POLICY, name, None) != value}
 
 

@@ -63,8 +63,7 @@ def resolve_status(summary: Summary, status: str | None) -> str:
 def policy_note(run_info: dict[str, Any] | None) -> str | None:
     """The comparison policy options a run changed from the contract's defaults, said in one
     sentence (None when it changed none): its numbers are not comparable with a default run's."""
-    policy = (run_info or {}).get("settings", {}).get("policy") or {}
-    changed = options_text(changed_options(policy))
+    changed = options_text(changed_options(((run_info or {}).get("settings") or {}).get("policy")))
     if not changed:
         return None
     return (f"Comparison policy changed from the contract's defaults: {changed}; these accuracies "

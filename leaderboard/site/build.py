@@ -470,8 +470,7 @@ def build_site(bundles: Sequence[Bundle], out_dir: Path, *,
     if not outcomes.records:
         raise ConfigError("the bundles hold no records")
     # the board says when its verdicts were not made under the default comparison policy
-    outcomes.policies = {name: changed_options((b.manifest.get("settings") or {}).get("policy")
-                                               or {})
+    outcomes.policies = {name: changed_options((b.manifest.get("settings") or {}).get("policy"))
                          for name, b in zip(names, bundles, strict=True)}
     findings = analyze(outcomes, settings)
     slugs = {model: model_slug(model) for model in findings.predictors}

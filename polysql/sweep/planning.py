@@ -246,6 +246,5 @@ def _setting_text(name: str, value: Any) -> str:
     """A verdict setting as a person reads it; a policy by the options it changes from the
     defaults, so two spellings of the same policy are the same setting."""
     if name == "policy":
-        return options_text(changed_options(value if isinstance(value, dict) else {})) \
-            or "the default policy"
+        return options_text(changed_options(value)) or "the default policy"
     return json.dumps(value)

@@ -98,6 +98,10 @@ class EngineInfo:
     #: (PostgreSQL's fold schema), as a short tag ("" for nothing). Records and cached results
     #: on built copies carry it, so a copy whose shape changed is evaluated again.
     copy_layout: str = ""
+    #: how its values are decoded into Python, as a short tag, changed whenever a value starts
+    #: coming back in another form ("" for the first form). Cached results and sweep records carry
+    #: it, so results fetched in an older form are fetched and judged again.
+    result_form: str = ""
 
     def display(self, alias: str | None = None) -> str:
         """The engine's name as people write it, or the flavor an alias stands for."""

@@ -79,6 +79,8 @@ INFO = EngineInfo(
     client_modules=("pymysql",),
     container=Container("mariadb:11", "polysql.backends.mysql.setup:start_container"),
     comments=CommentSyntax(dash_needs_space=True, hash="always"),
+    # a TIME within a day is a time of day (it was its text before)
+    result_form="time of day",
 )
 
 __all__ = ["INFO", "MySQLBackend"]

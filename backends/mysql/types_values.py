@@ -1,12 +1,14 @@
 """What MySQL/MariaDB results look like in Python: value decoders and result column type names.
 
 Result values stay within the types the comparison layer knows (int, float, Decimal, str, bytes,
-date, datetime, bool, None).
+date, datetime, time, bool, None).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import time
 from typing import Any
 
 from pymysql.constants import FIELD_TYPE
@@ -17,17 +19,34 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+# [-]H..H:MM:SS[.ffffff], as the server sends a TIME in the text protocol
+_TIME_TEXT = re.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+def _time(value: bytes | str) -> time | str:
+    """A TIME within one day, as the time of day it is; any other (negative, 24 hours or more:
+    MySQL's TIME is also a duration up to 838:59:59) as its text. SQLite gives times as text
+    and the other engines as ``time`` values; both compare equal to a ``time``."""
+    text = _text(value)
+    parts = _TIME_TEXT.fullmatch(text)
+    if parts is None or parts[1] or int(parts[2]) > 23:
+        return text
+    micro = int((parts[5] or "").ljust(6, "0"))
+    return time(int(parts[2]), int(parts[3]), int(parts[4]), micro)
+
+
 def _bit(value: bytes | str) -> int:
     return int.from_bytes(value.encode("latin-1") if isinstance(value, str) else value, "big")
 
 
-# SET stays its comma-separated text instead of a Python set, TIME its text instead of a
-# timedelta (SQLite, the usual gold engine, has TIME only as text), BIT becomes the integer it
+# SET stays its comma-separated text instead of a Python set; a TIME is a time of day instead
+# of PyMySQL's timedelta (which compares with no engine's time, and drops the text's fractional
+# digits' width), or its text when it is a duration no clock shows; BIT becomes the integer it
 # spells.
 DECODERS: dict[Any, Callable[..., Any]] = {
     **conversions,
     FIELD_TYPE.SET: _text,
-    FIELD_TYPE.TIME: _text,
+    FIELD_TYPE.TIME: _time,
     FIELD_TYPE.BIT: _bit,
 }
 

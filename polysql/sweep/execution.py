@@ -17,6 +17,14 @@ from polysql.sweep.execution_cache import ExecutionCache, execution_key
 from polysql.sweep.timings import SweepTimings
 
 
+def _engine_key(spec: EngineSpec) -> str:
+    """What the cache knows an engine by: its name and URL, and the form its values are decoded
+    in when that changed since the first (keys made before such a change stay the same)."""
+    key = f"{spec.backend.name}|{spec.url.render_as_string(hide_password=True)}"
+    form = spec.backend.info.result_form
+    return f"{key}|{form}" if form else key
+
+
 class Cancelled(Exception):
     """A statement was cancelled by the user (second Ctrl-C): its result means nothing."""
 
@@ -52,7 +60,7 @@ class Executor:
         if self.cache is not None:
             with self.timings.stage("cache"):
                 key = execution_key(
-                    engine=f"{spec.backend.name}|{spec.url.render_as_string(hide_password=True)}",
+                    engine=_engine_key(spec),
                     engine_version=backend.version(), db_fingerprint=fingerprint, sql=sql,
                     timeout=self.timeout, max_rows=self.max_rows,
                 )

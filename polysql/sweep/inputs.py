@@ -5,7 +5,8 @@ the gold for ``gold``, sqlglot's version and the gold for ``transpile``, the pro
 and model settings for a model), of the gold SQL, and the fingerprint of the source database;
 on an engine whose databases polysql did not load (an existing database per db_id), also the
 fingerprint of that database, and on an engine whose built copies hold more than the source's
-tables (PostgreSQL's fold schema), the digest of that layout; and the version of the comparison
+tables (PostgreSQL's fold schema), the digest of that layout; on an engine whose values have
+changed the form they are decoded in (MySQL's TIME), that form; and the version of the comparison
 contract that judged it. On resume a record whose digests differ from today's is re-evaluated
 (its executions come from the cache); an identical one is kept.
 """

@@ -93,16 +93,22 @@ class Sweep:
     def _target_fingerprint(self, engine: str, db_id: str) -> str | None:
         """Content digest of the existing database an engine evaluates on for ``db_id``; for
         engines whose copies polysql builds, the digest of their copy layout (None when a copy
-        holds only the source's tables). An existing database that cannot be reached now gets a
+        holds only the source's tables); either joined by the form the engine's values are
+        decoded in, once that has changed. An existing database that cannot be reached now gets a
         digest no record holds, so its work stays to do and is run (or found unavailable) later."""
         spec = next(s for s in self.engines if s.name == engine)
         if not names_existing(spec.url):
-            return layout_digest(spec.url)
-        try:
-            self._fleet.backend(spec, db_id, self.dataset.database_url(db_id))
-            return self._fleet.fingerprint(spec, db_id)
-        except EngineError as exc:
-            return content_digest("unreachable", str(exc))
+            target = layout_digest(spec.url)
+        else:
+            try:
+                self._fleet.backend(spec, db_id, self.dataset.database_url(db_id))
+                target = self._fleet.fingerprint(spec, db_id)
+            except EngineError as exc:
+                return content_digest("unreachable", str(exc))
+        # Results fetched in another form than today's are judged again (records made before
+        # the engine's first change of form keep the target they had).
+        form = spec.backend.info.result_form
+        return content_digest("result-form", target, form) if form else target
 
     def run(self) -> SweepOutcome:
         """Run the sweep; ResultsStoreError at once when another sweep is writing the same run

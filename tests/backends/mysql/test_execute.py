@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import time as time_of_day
 from decimal import Decimal
 from pathlib import Path
 
@@ -627,6 +628,33 @@ def test_division_keeps_its_digits_so_it_compares_with_other_engines(backend: My
         gold = lite.execute("SELECT 7.0/3 AS q")
     verdict = polysql.compare(gold, mysql)
     assert verdict.match, verdict.reason
+
+
+def test_a_time_within_a_day_is_a_time_of_day_and_a_longer_one_its_text(
+        backend: MySQLBackend) -> None:
+    result = backend.execute(
+        "SELECT TIME('2024-01-02 12:30:00.5') AS t, CAST('07:08:09' AS TIME) AS plain, "
+        "CAST('23:59:59.999999' AS TIME(6)) AS last, CAST('-01:00:00' AS TIME) AS negative, "
+        "CAST('838:59:59' AS TIME) AS longest, CAST(NULL AS TIME) AS missing")
+    assert result.ok, result.error
+    assert result.types == ["TIME"] * 6
+    assert result.rows == [(time_of_day(12, 30, 0, 500000), time_of_day(7, 8, 9),
+                            time_of_day(23, 59, 59, 999999),
+                            "-01:00:00", "838:59:59", None)]
+
+
+def test_a_time_compares_with_the_text_sqlite_gives_for_it(backend: MySQLBackend) -> None:
+    # SQLite's time() is text without fractional digits; MySQL's TIME() of a DATETIME(6) has six
+    mysql = backend.execute("SELECT TIME(CAST('2024-01-02 08:15:00' AS DATETIME(6))) AS t, "
+                            "TIME(CAST('2024-01-02 08:15:00.25' AS DATETIME(6))) AS f")
+    with polysql.connect("sqlite://", read_only=False) as lite:
+        gold = lite.execute("SELECT time('2024-01-02 08:15:00') AS t, "
+                            "strftime('%H:%M:%f', '2024-01-02 08:15:00.250') AS f")
+        other = lite.execute("SELECT time('2024-01-02 08:15:01') AS t, "
+                             "strftime('%H:%M:%f', '2024-01-02 08:15:00.250') AS f")
+    verdict = polysql.compare(gold, mysql)
+    assert verdict.match, verdict.reason
+    assert not polysql.compare(other, mysql).match
 
 
 def test_the_servers_own_limit_lies_past_the_deadline(backend: MySQLBackend) -> None:

@@ -23,9 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from polysql.core.model import Result, Verdict
+from polysql.normalizers import text_order
 from polysql.normalizers.compare import GOLD_DIALECT, compare, resolve_policy
 from polysql.normalizers.ordering import (
+    WIDEN_EXTRA_ROWS,
+    infer_order,
     keyed_order_sql,
+    limits_rows,
     null_order_variants,
     replaced_nulls,
     widen_limit,
@@ -98,9 +102,25 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
     # As sets order never counts, but where NULLs sort still decides which rows a LIMIT keeps.
     ordered_rows = (verdict.details.get("ordered")
                     or verdict.details.get("order_source") == "set_semantics")
-    if (verdict.match or not ordered_rows
-            or resolve_policy(policy.get("policy"), options).null_order != "either"):
+    if verdict.match or not ordered_rows:
         return verdict
+    chosen = resolve_policy(policy.get("policy"), options)
+    if chosen.null_order == "either":
+        again = _with_nulls_elsewhere(gold, pred, run, ordered=ordered, **policy)
+        if again is not None:
+            return again
+    # Rows that tie under the folded weights come in any order, so only where ties may.
+    if (chosen.text_order == "either" and chosen.ties_any_order
+            and verdict.details.get("ordered")):
+        again = _with_text_folded(gold, pred, chosen.null_order, policy)
+        if again is not None:
+            return again
+    return verdict
+
+
+def _with_nulls_elsewhere(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None, *,
+                          ordered: bool | None, **policy: Any) -> Verdict | None:
+    """The match of ``pred`` with the gold under another NULL convention, or None."""
     moved = _replaced_nulls(gold)
     for label, variant_sql in null_order_variants(gold.sql, gold.dialect):
         if moved is not None and label in moved:
@@ -119,4 +139,46 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
             again.details["null_order"] = label
             again.reason += f" (with NULLs ordered by the {label.replace('_', ' ')} convention)"
             return again
-    return verdict
+    return None
+
+
+def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str,
+                      policy: dict[str, Any]) -> Verdict | None:
+    """The match of ``pred`` with the gold's answer ordered with text weighed without case or
+    accents (see :mod:`polysql.normalizers.text_order`), or None."""
+    if gold.hidden or gold.result.truncated or pred.truncated or not pred.ok:
+        return None
+    info = infer_order(gold.sql, gold.dialect, gold.result.columns)
+    if info.keys is None:
+        return None
+    limited = limits_rows(gold.sql, gold.dialect)
+    widened = gold.widened.rows if (gold.widened is not None and gold.widened.ok
+                                    and not gold.widened.truncated) else None
+    seen = widened if limited else gold.result.rows
+    if seen is None or not text_order.holds_text(seen, info.keys):
+        return None
+    widened_limit = (info.limit or 0) + WIDEN_EXTRA_ROWS
+    for nulls in text_order.conventions(null_order, (seen, info.keys)):
+        rows = text_order.gold_rows_folded(info, limited, gold.result.rows, widened,
+                                           widened_limit, nulls)
+        if rows is None:
+            return None
+        same_rows = compare(dataclasses.replace(gold.result, rows=rows), pred, ordered=False,
+                            dialect=gold.dialect, **policy)
+        if not same_rows.match:
+            continue
+        column_map = same_rows.details.get("column_map")
+        if not column_map:
+            return None
+        pred_keys = [column_map[k] for k in info.keys]
+        if any(k is None for k in pred_keys):
+            return None
+        if not text_order.sorted_folded(pred.rows, pred_keys, info.descending, nulls):
+            continue
+        details = {**same_rows.details, "ordered": True, "text_order": "folded"}
+        if text_order.holds_null(pred.rows, pred_keys):
+            details["null_order"] = nulls[0]
+        return Verdict(True, f"same {len(rows)} rows, ordered by the ORDER BY keys with text "
+                             "compared without regard to case or accents (as MySQL's and "
+                             "MariaDB's default collations order it)", details)
+    return None

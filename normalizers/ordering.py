@@ -39,6 +39,8 @@ class OrderInfo:
     limit: int | None = None
     offset: int | None = None
     parsed: bool = True
+    #: per ORDER BY key, in order: whether it sorts descending
+    descending: tuple[bool, ...] = ()
 
 
 UNPARSED = OrderInfo(ordered=False, parsed=False)
@@ -147,10 +149,13 @@ def infer_order(sql: str, dialect: str, output_columns: list[str]) -> OrderInfo:
             unresolved.append(key.sql(dialect=dialect))
         else:
             keys.append(index)
+    descending = tuple(isinstance(o, exp.Ordered) and bool(o.args.get("desc"))
+                       for o in order.expressions)
     if unresolved:
         return OrderInfo(ordered=True, keys=None, unresolved=tuple(unresolved),
-                         limit=limit, offset=offset)
-    return OrderInfo(ordered=True, keys=tuple(keys), limit=limit, offset=offset)
+                         limit=limit, offset=offset, descending=descending)
+    return OrderInfo(ordered=True, keys=tuple(keys), limit=limit, offset=offset,
+                     descending=descending)
 
 
 def widen_limit(sql: str, dialect: str, *, extra: int = WIDEN_EXTRA_ROWS) -> str | None:
@@ -211,6 +216,13 @@ def null_order_variants(sql: str, dialect: str) -> tuple[tuple[str, str], ...]:
     return tuple(variants)
 
 
+def limits_rows(sql: str, dialect: str) -> bool:
+    """Whether the outermost query has a LIMIT, OFFSET or FETCH (literal or not), or cannot be
+    read: then which rows come back may depend on their order."""
+    query = _parse_outermost(sql, dialect)
+    return query is None or any(query.args.get(arg) for arg in ("limit", "offset", "fetch"))
+
+
 def replaced_nulls(sql: str, dialect: str, columns: list[str],
                    rows: list[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]] | None:
     """The gold's rows as each :func:`null_order_variants` convention would order them, worked
@@ -223,7 +235,7 @@ def replaced_nulls(sql: str, dialect: str, columns: list[str],
     other end, the rest in the order the engine gave.
     """
     query = _parse_outermost(sql, dialect)
-    if query is None or any(query.args.get(arg) for arg in ("limit", "offset", "fetch")):
+    if query is None or limits_rows(sql, dialect):
         return None
     order = query.args.get("order")
     if not isinstance(order, exp.Order) or not order.expressions:

@@ -21,7 +21,9 @@ from polysql.core.errors import ComparisonError
 #:    noise form one tie group.
 #: 3: float noise around a decimal of at most 10 significant digits counts as that decimal
 #:    written out in full (22979.630000000005 is 22979.63, so no longer equal to 22979.6).
-CONTRACT_VERSION = 3
+#: 4: an ordered prediction may order text keys without regard to case or accents, as the
+#:    default collations of MySQL and MariaDB do (text_order).
+CONTRACT_VERSION = 4
 
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]
@@ -79,6 +81,11 @@ class ComparePolicy:
     #: DuckDB: last). "either": an ordered prediction also matches the gold re-run with NULLs
     #: placed by another convention (needs a re-run, see normalizers.gold.judge); "strict": no
     null_order: NullOrder = "either"
+    #: text ORDER BY keys: by code point (SQLite, DuckDB, PostgreSQL "C") or by a case- and
+    #: accent-insensitive collation (MySQL/MariaDB defaults). "either": an ordered prediction also
+    #: matches when it is the gold's answer in that second order (see normalizers.text_order);
+    #: "strict": the gold's own order only
+    text_order: NullOrder = "either"
     #: compare the results' distinct rows with order ignored, as BIRD's execution accuracy does
     #: (``set(predicted) == set(gold)``): duplicates and row order never count, and the tie
     #: rules above do not apply. Off: rows are a bag, or a sequence under ORDER BY.
@@ -107,6 +114,9 @@ class ComparePolicy:
         if self.null_order not in ("either", "strict"):
             raise ComparisonError(
                 f"policy option null_order must be 'either' or 'strict', got {self.null_order!r}")
+        if self.text_order not in ("either", "strict"):
+            raise ComparisonError(
+                f"policy option text_order must be 'either' or 'strict', got {self.text_order!r}")
         if self.array_order not in ("ordered", "unordered"):
             raise ComparisonError("policy option array_order must be 'ordered' or 'unordered', "
                                   f"got {self.array_order!r}")

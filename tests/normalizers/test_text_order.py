@@ -1,0 +1,127 @@
+"""Text ORDER BY keys under a case- and accent-insensitive collation (policy text_order="either").
+
+The gold runs on SQLite, which orders text by its bytes; predictions run on MariaDB/MySQL loaded by
+polysql with the server's default collation, which orders it without case or accents. A correct
+prediction then comes back in another order, and under a LIMIT with other rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from polysql_testkit import mysql_fixtures as fx
+
+from polysql.backends.base import Backend
+from polysql.backends.mysql.backend import MySQLBackend
+from polysql.core.model import Result, Verdict
+from polysql.engines.registry import connect
+from polysql.normalizers.gold import GoldRuns, judge, run_gold
+from polysql.normalizers.ordering import NULL_CONVENTIONS, infer_order
+from polysql.normalizers.text_order import folded, sort_folded
+
+# Byte order: 'Zurich' < 'aarhus' < 'Ålesund'; case- and accent-free: Ålesund, aarhus, ..., Zurich
+SOURCE = """
+CREATE TABLE city (id INTEGER PRIMARY KEY, name TEXT, country TEXT, people INTEGER);
+INSERT INTO city VALUES
+  (1, 'Zurich', 'CH', 400), (2, 'aarhus', 'DK', 280), (3, 'Ålesund', 'NO', 60),
+  (4, 'Bergen', 'NO', 285), (5, 'bern', 'CH', 134), (6, 'Évora', 'PT', 57),
+  (7, 'USA Town', NULL, 10), (8, 'United City', NULL, 20), (9, 'oslo', 'NO', 700);
+"""
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Backend, Backend]]:
+    """(SQLite gold engine, MySQL evaluation copy of the same file, default collation)."""
+    source = fx.build_sqlite(tmp_path_factory.mktemp("text_order") / "src.sqlite", SOURCE)
+    url = fx.server_url().set(database=fx.unique())
+    with connect(f"sqlite:///{source}") as lite, connect(url, read_only=False) as target:
+        target.load(lite)
+    with connect(f"sqlite:///{source}") as lite, connect(url) as mysql:
+        yield lite, mysql
+    MySQLBackend.drop(url)
+
+
+def judged(engines: tuple[Backend, Backend], gold_sql: str, pred_sql: str | None = None,
+           **policy: object) -> Verdict:
+    lite, mysql = engines
+    gold = run_gold(gold_sql, "sqlite", lite.execute)
+    return judge(gold, mysql.execute(pred_sql or gold_sql), lite.execute, **policy)
+
+
+@pytest.mark.mysql
+def test_the_engine_orders_text_otherwise_and_the_prediction_still_matches(
+        engines: tuple[Backend, Backend]) -> None:
+    sql = "SELECT name, people FROM city ORDER BY name"
+    lite, mysql = engines
+    assert [r[0] for r in lite.execute(sql).rows][:3] == ["Bergen", "USA Town", "United City"]
+    assert [r[0] for r in mysql.execute(sql).rows][:3] == ["aarhus", "Ålesund", "Bergen"]
+    verdict = judged(engines, sql)
+    assert verdict.match, verdict.reason
+    assert verdict.details["text_order"] == "folded" and verdict.details["ordered"]
+    assert "without regard to case or accents" in verdict.reason
+    strict = judged(engines, sql, text_order="strict")
+    assert not strict.match and "different order" in strict.reason
+
+
+@pytest.mark.mysql
+def test_a_limit_keeps_the_rows_the_engine_orders_first(engines: tuple[Backend, Backend]) -> None:
+    # SQLite's first three: Bergen, USA Town, United City; MySQL's: aarhus, Ålesund, Bergen
+    for sql in ("SELECT name FROM city ORDER BY name LIMIT 3",
+                "SELECT name FROM city ORDER BY name DESC LIMIT 4",
+                "SELECT country, name FROM city ORDER BY country DESC, name LIMIT 5"):
+        verdict = judged(engines, sql)
+        assert verdict.match, (sql, verdict.reason)
+    # the right rows in the wrong order, or other rows, are still wrong
+    assert not judged(engines, "SELECT name FROM city ORDER BY name LIMIT 3",
+                      "SELECT name FROM city ORDER BY name DESC LIMIT 3").match
+    assert not judged(engines, "SELECT name FROM city ORDER BY name",
+                      "SELECT name FROM city ORDER BY id").match
+    assert not judged(engines, "SELECT name FROM city ORDER BY name LIMIT 3",
+                      "SELECT name FROM city ORDER BY name LIMIT 4").match
+
+
+@pytest.mark.mysql
+def test_nulls_in_a_text_key_follow_a_whole_convention(engines: tuple[Backend, Backend]) -> None:
+    sql = "SELECT country, name FROM city ORDER BY country, name"
+    verdict = judged(engines, sql)
+    assert verdict.match, verdict.reason
+    assert verdict.details["null_order"] == "nulls_smallest"  # MySQL's, as SQLite's
+    # under the strict NULL rule a key holding NULLs is left to the strict order
+    assert not judged(engines, sql, null_order="strict").match
+
+
+def _result(rows: list[tuple[object, ...]]) -> Result:
+    return Result(columns=["name"], rows=rows, types=["TEXT"])
+
+
+def test_a_limited_gold_whose_widened_run_was_cut_keeps_the_strict_order() -> None:
+    sql = "SELECT name FROM city ORDER BY name LIMIT 2"
+    gold = _result([("Bergen",), ("Zurich",)])
+    pred = _result([("aarhus",), ("Bergen",)])
+    complete = _result([("Bergen",), ("Zurich",), ("aarhus",)])
+    runs = GoldRuns(sql, "sqlite", gold, gold, widened=complete)
+    assert judge(runs, pred).match
+    # a widened run as long as its own LIMIT may have left rows out: nothing can be known
+    cut = _result([("Bergen",), ("Zurich",), ("aarhus",)] * 334)
+    assert len(cut.rows) == 2 + 1000
+    assert not judge(GoldRuns(sql, "sqlite", gold, gold, widened=cut), pred).match
+    assert not judge(GoldRuns(sql, "sqlite", gold, gold), pred).match  # no widened run at all
+
+
+def test_folded_weighs_letters_without_case_accents_or_trailing_spaces() -> None:
+    assert folded("Ålesund ") == folded("alesund") == "ALESUND"
+    assert folded("a_b") > folded("AZ")  # '_' sorts after the letters, weighed as capitals
+    info = infer_order("SELECT name FROM city ORDER BY name DESC", "sqlite", ["name"])
+    rows = [("b",), (None,), ("Á",), ("C",)]
+    assert sort_folded(rows, info.keys or (), info.descending, NULL_CONVENTIONS[0]) == [
+        ("C",), ("b",), ("Á",), (None,)]
+    assert sort_folded([(1,), ("x",)], [0], [False], NULL_CONVENTIONS[0]) is None
+
+
+def test_folded_order_is_no_excuse_for_a_result_without_text_keys() -> None:
+    sql = "SELECT n FROM t ORDER BY n"
+    gold = Result(columns=["n"], rows=[(1,), (2,)], types=["INTEGER"])
+    pred = Result(columns=["n"], rows=[(2,), (1,)], types=["INTEGER"])
+    verdict = judge(GoldRuns(sql, "sqlite", gold, gold), pred)
+    assert not verdict.match and "text_order" not in verdict.details

@@ -294,6 +294,28 @@ def _policy_versions(bundles: Sequence[Bundle]) -> list[str]:
             for name, one, was, other, now in _disagreements(bundles, _changed_policy)]
 
 
+def _contracts(bundle: Bundle) -> tuple[str, str] | None:
+    """The bundle's dataset and the comparison contract(s) its records were judged under; None
+    when its records do not say (bundles packed before records carried their inputs)."""
+    name = (bundle.manifest.get("dataset") or {}).get("name")
+    found = {inputs.get("contract") for record in bundle.records
+             if isinstance(inputs := record.get("inputs"), dict)} - {None}
+    if not isinstance(name, str) or not found:
+        return None
+    return name, ", ".join(sorted(map(str, found)))
+
+
+def _contract_versions(bundles: Sequence[Bundle]) -> list[str]:
+    """One line per bundle whose records were judged under another version of the comparison
+    contract than the first bundle of that dataset (a polysql release that changed what counts
+    as equal): the same answers may score differently."""
+    return [f"bundles {label(one)} and {label(other)} judged dataset {name!r} under different "
+            f"versions of the comparison contract ({was} and {now}), so their numbers are not "
+            "comparable side by side; re-run the older sweep with this polysql (its verdicts are "
+            "judged again from the execution cache) and pack it again"
+            for name, one, was, other, now in _disagreements(bundles, _contracts)]
+
+
 def _twice_message(first: str, second: str) -> str:
     given = f"{first} is given twice" + (f" (as {first} and {second})" if first != second else "")
     return f"{given}: it would clash with itself on every result; give each bundle once"
@@ -385,7 +407,8 @@ def merge_bundles(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
     twice = _given_twice(bundles)
     if twice is not None:
         raise BundleError(_twice_message(*twice))
-    versions = _dataset_versions(bundles) + _policy_versions(bundles)
+    versions = (_dataset_versions(bundles) + _policy_versions(bundles)
+                + _contract_versions(bundles))
     if versions:
         raise BundleError("; ".join(versions))
     merge, clashes = _resolve(bundles, renames, prefer)
@@ -398,7 +421,8 @@ def set_problems(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
                  prefer: Sequence[str] = ()) -> list[Problem]:
     """What is wrong with building these bundles together (each may be valid alone):
     ``duplicate_bundle``, ``dataset_versions`` (one dataset name, two fingerprints),
-    ``policy_versions`` (one dataset judged under two comparison policies), ``clash``
+    ``policy_versions`` (one dataset judged under two comparison policies),
+    ``contract_versions`` (one dataset judged under two versions of the contract), ``clash``
     (one per clashing pair), and ``warn_overridden`` for the results ``--prefer`` overrides.
     Flags naming no bundle or predictor raise ConfigError."""
     twice = _given_twice(bundles)
@@ -407,6 +431,7 @@ def set_problems(bundles: Sequence[Bundle], *, renames: Sequence[str] = (),
     merge, clashes = _resolve(bundles, renames, prefer)
     return ([Problem("dataset_versions", line) for line in _dataset_versions(bundles)]
             + [Problem("policy_versions", line) for line in _policy_versions(bundles)]
+            + [Problem("contract_versions", line) for line in _contract_versions(bundles)]
             + [Problem("clash", clash_message(c)) for c in clashes]
             + [Problem("warn_overridden", line.removeprefix("overridden: "))
                for line in override_messages(merge.overrides)])

@@ -264,6 +264,31 @@ def test_one_dataset_name_with_two_fingerprints_is_not_one_board(tmp_path: Path)
     assert len(merge_bundles([first, _bundle(tmp_path, "c", "m3", seed=3)]).bundles) == 2
 
 
+def test_one_dataset_judged_under_two_contract_versions_is_not_one_board(tmp_path: Path) -> None:
+    """Records carry the comparison contract that judged them; bundles of one dataset judged
+    under two versions of it are refused, naming both. Bundles whose records do not say (packed
+    before records carried their inputs) are not held against any."""
+    def judged_under(name: str, model: str, seed: int, contract: str | None) -> Bundle:
+        records = generated_records(model, "demo", 20, CHANCES, seed=seed)
+        if contract is not None:
+            for record in records:
+                record["inputs"] = {"contract": contract, "gold": "sha256:0"}
+        return read_bundle(write_bundle(tmp_path / name, model, "demo", records))
+
+    older = judged_under("a", "m1", 1, "compare-3")
+    newer = judged_under("b", "m2", 2, "compare-4")
+    with pytest.raises(BundleError) as caught:
+        merge_bundles([older, newer])
+    assert (f"bundles {older.source} and {newer.source} judged dataset 'demo' under different "
+            "versions of the comparison contract (compare-3 and compare-4)") in str(caught.value)
+    assert [p.code for p in set_problems([older, newer])] == ["contract_versions"]
+    with pytest.raises(BundleError, match="versions of the comparison contract"):
+        build_site([older, newer], tmp_path / "site")
+    same = judged_under("c", "m3", 3, "compare-4")
+    unsaid = judged_under("d", "m4", 4, None)
+    assert len(merge_bundles([newer, same, unsaid]).bundles) == 3
+
+
 def test_one_dataset_judged_under_two_policies_is_not_one_board(tmp_path: Path) -> None:
     """A sweep that compared rows as sets next to one that compared them as bags would rank
     the same answers differently: refused, naming both bundles and both policies. Options left

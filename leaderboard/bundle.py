@@ -28,12 +28,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from polysql.analysis.summary import STATUSES, summarize
-from polysql.core.errors import BundleError, PolysqlError
+from polysql.core.errors import BundleError, ComparisonError, PolysqlError
 from polysql.core.store import RUN_FILE, ResultsStore, sweep_folder
 from polysql.core.version import __version__
 from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset, spec_in
 from polysql.leaderboard.fingerprint import dataset_fingerprint
+from polysql.normalizers.policy import ComparePolicy
 
 FORMAT = "polysql-bundle"
 FORMAT_VERSION = 1
@@ -401,7 +402,7 @@ def _check_format(bundle: Bundle) -> list[Problem]:
               if not isinstance(dataset.get(k), kind)]
     if wrong:
         return [Problem("format", f"manifest fields missing or of the wrong type: {', '.join(wrong)}")]
-    problems: list[Problem] = []
+    problems = _check_policy(manifest.get("settings"))
     ids = [str(q) for q in dataset["question_ids"]]
     if len(set(ids)) != len(ids) or dataset["questions"] != len(ids):
         problems.append(Problem("format", f"dataset.questions is {dataset['questions']} but "
@@ -414,6 +415,26 @@ def _check_format(bundle: Bundle) -> list[Problem]:
             problems.append(Problem("format", f"{RECORDS_FILE} line {number} has unknown status "
                                     f"{record['status']!r}"))
     return problems
+
+
+def _check_policy(settings: Any) -> list[Problem]:
+    """The sweep settings' comparison policy must be one this polysql can read: a board compares
+    bundles by it, and an unreadable one would pass as the default policy."""
+    if settings is None:
+        return []
+    if not isinstance(settings, dict):
+        return [Problem("format", f"manifest settings must be an object, got {settings!r}")]
+    policy = settings.get("policy")
+    if policy is None:
+        return []
+    if not isinstance(policy, dict):
+        return [Problem("format", "manifest settings.policy must be an object of comparison "
+                        f"policy options, got {policy!r}")]
+    try:
+        ComparePolicy().with_options(**policy)
+    except ComparisonError as exc:
+        return [Problem("format", f"manifest settings.policy: {exc}")]
+    return []
 
 
 def _check_records(manifest: dict[str, Any], records: list[dict[str, Any]]) -> list[Problem]:

@@ -320,6 +320,26 @@ def test_an_unknown_format_version_stops_validation(bundle_copy: Path) -> None:
     assert _codes(validate_bundle(bundle_copy)) == {"format"}
 
 
+def test_a_policy_this_polysql_cannot_read_is_caught(bundle_copy: Path) -> None:
+    """A board compares bundles by their comparison policy; one it cannot read would otherwise
+    pass as the default policy."""
+    manifest, lines = _load(bundle_copy)
+    for policy, said in (("set_semantics=true", "settings.policy must be an object"),
+                         ({"set_semantic": True}, "unknown comparison policy option(s) set_semantic"),
+                         ({"null_order": "sometimes"}, "null_order must be 'either' or 'strict'")):
+        manifest["settings"]["policy"] = policy
+        _save(bundle_copy, manifest, lines)
+        problems = validate_bundle(bundle_copy, check_dataset=False)
+        assert _codes(problems) == {"format"}, policy
+        assert said in problems[0].message
+    manifest["settings"] = ["not", "an", "object"]
+    _save(bundle_copy, manifest, lines)
+    assert "settings must be an object" in validate_bundle(bundle_copy)[0].message
+    manifest["settings"] = {"policy": {"set_semantics": True}}
+    _save(bundle_copy, manifest, lines)
+    assert validate_bundle(bundle_copy, check_dataset=False) == []
+
+
 # -- a second, folder dataset: the spec points elsewhere, or the data changes underneath -----------
 def _spider_folder(root: Path) -> Path:
     database = root / "database" / "shop"

@@ -3,6 +3,8 @@ and for refusals of the locked configuration, by message."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pyarrow as pa
 
@@ -29,6 +31,28 @@ def classify(exc: Exception, *, interrupted: bool) -> ErrorKind:
     if isinstance(exc, (duckdb.IOException, duckdb.ConnectionException, duckdb.FatalException)):
         return "unavailable"
     return "runtime"
+
+
+# DuckDB's answer to a FROM naming a table it does not hold
+_NO_TABLE = re.compile(r"Table with name (.+?) does not exist")
+
+
+def file_read_refusal(exc: Exception, sql: str) -> str | None:
+    """Why a statement that names a file after FROM (``FROM '/etc/passwd'``, ``FROM 'x.csv'``)
+    failed, or None for any other failure. DuckDB reads such a quoted path as a file through a
+    replacement scan; with file access off it looks for a table of that name instead, and fails
+    with a catalog error that reads like a typo. It was a file read, refused."""
+    if not isinstance(exc, duckdb.CatalogException):
+        return None
+    missing = _NO_TABLE.search(str(exc))
+    if missing is None:
+        return None
+    name = missing.group(1)
+    quoted = re.escape("'" + name.replace("'", "''") + "'")
+    if re.search(r"\b(?:FROM|JOIN)\s+" + quoted, sql, re.IGNORECASE) is None:
+        return None
+    return (f"statement reads the file {name!r}: DuckDB reads a quoted path after FROM as a "
+            "file, and evaluation connections have no file access")
 
 
 def interrupted_by_user(exc: BaseException) -> bool:

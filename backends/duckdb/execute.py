@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from polysql.backends._common.arrow_from_python import python_array
 from polysql.backends._common.cancel import Flight, cancelled
-from polysql.backends.duckdb.errors import classify
+from polysql.backends.duckdb.errors import classify, file_read_refusal
 from polysql.core.columnar import ArrowRows
 from polysql.core.model import Result
 
@@ -142,6 +142,9 @@ def run_statement(conn: duckdb.DuckDBPyConnection, sql: str, *, timeout: float, 
             return cancelled(engine, time.perf_counter() - started, str(exc))
         kind = classify(exc, interrupted=fired.is_set())
         message = str(exc)
+        refused = file_read_refusal(exc, sql)
+        if refused is not None:
+            kind, message = "forbidden", refused
         if kind == "timeout":
             message = f"statement exceeded the {timeout:g}s timeout ({message})"
         return Result.failed(kind, message, elapsed=time.perf_counter() - started,

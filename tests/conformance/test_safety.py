@@ -40,6 +40,8 @@ HOSTILE_PER_ENGINE: list[tuple[str, str, str]] = [
     ("duckdb", "attach", "ATTACH '{tmp}/attached.db' AS other"),
     ("duckdb", "copy_to_file", "COPY \"Customers\" TO '{tmp}/stolen.csv'"),
     ("duckdb", "read_system_file", "SELECT * FROM read_csv('/etc/passwd')"),
+    ("duckdb", "path_after_from", "SELECT * FROM '/etc/passwd'"),
+    ("duckdb", "file_after_from", "SELECT count(*) FROM '{tmp}/stolen.csv' AS t"),
     ("duckdb", "glob_files", "SELECT * FROM glob('/etc/*')"),
     ("duckdb", "pragma_write", "PRAGMA threads = 1"),
     ("duckdb", "set", "SET threads = 1"),

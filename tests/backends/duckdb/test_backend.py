@@ -54,6 +54,27 @@ def test_configuration_cannot_be_unlocked() -> None:
         assert backend.execute("SELECT * FROM read_csv('/etc/passwd')").error.kind == "forbidden"
 
 
+def test_a_quoted_path_after_from_is_a_refused_file_read(tmp_path: Path) -> None:
+    """DuckDB reads ``FROM 'some/file'`` as a file. With file access off, a path with a known
+    extension is refused as such, but one without (``/etc/passwd``) is looked up as a table and
+    reported missing. Either way it is a refused file read, and is said so."""
+    secret = tmp_path / "secret's"
+    secret.write_text("a,b\n1,2\n", encoding="utf-8")
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    quoted = str(secret).replace("'", "''")
+    with polysql.connect("duckdb://", read_only=False) as backend:
+        backend.execute("CREATE TABLE t (a INTEGER)")
+        assert backend.execute(f"SELECT * FROM '{tmp_path}/data.csv'").error.kind == "forbidden"
+        for sql in (f"SELECT * FROM '{quoted}'", f"select a from t join '{quoted}' as s on true"):
+            error = backend.execute(sql).error
+            assert error is not None and error.kind == "forbidden", (sql, error)
+            assert f"reads the file {str(secret)!r}" in error.message
+        # a missing table is still the statement's own mistake, quoted elsewhere or not at all
+        for sql in ("SELECT * FROM nosuch", "SELECT * FROM nosuch WHERE 'nosuch' = 'x'"):
+            error = backend.execute(sql).error
+            assert error is not None and error.kind == "runtime", (sql, error)
+
+
 def test_no_progress_bar_is_drawn_and_the_configuration_stays_locked(tmp_path: Path) -> None:
     """DuckDB draws a progress bar on stdout for slow statements, which corrupted --json output."""
     with polysql.connect("duckdb://", read_only=False) as backend:

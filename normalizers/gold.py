@@ -110,9 +110,8 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
         if again is not None:
             return again
     # Rows that tie under the folded weights come in any order, so only where ties may.
-    if (chosen.text_order == "either" and chosen.ties_any_order
-            and verdict.details.get("ordered")):
-        again = _with_text_folded(gold, pred, chosen.null_order, policy)
+    if chosen.text_order == "either" and (chosen.ties_any_order or chosen.set_semantics):
+        again = _with_text_folded(gold, pred, chosen.null_order, chosen.set_semantics, policy)
         if again is not None:
             return again
     return verdict
@@ -142,16 +141,19 @@ def _with_nulls_elsewhere(gold: GoldRuns, pred: Result, run: Callable[[str], Res
     return None
 
 
-def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str,
+def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bool,
                       policy: dict[str, Any]) -> Verdict | None:
     """The match of ``pred`` with the gold's answer ordered with text weighed without case or
-    accents (see :mod:`polysql.normalizers.text_order`), or None."""
+    accents (see :mod:`polysql.normalizers.text_order`), or None. As sets (``as_sets``) only
+    the rows a LIMIT keeps can differ, and the prediction's own order does not count."""
     if gold.hidden or gold.result.truncated or pred.truncated or not pred.ok:
         return None
     info = infer_order(gold.sql, gold.dialect, gold.result.columns)
     if info.keys is None:
         return None
     limited = limits_rows(gold.sql, gold.dialect)
+    if as_sets and not limited:
+        return None  # every row is kept whatever the order: the sets already differ
     widened = gold.widened.rows if (gold.widened is not None and gold.widened.ok
                                     and not gold.widened.truncated) else None
     seen = widened if limited else gold.result.rows
@@ -173,6 +175,11 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str,
         pred_keys = [column_map[k] for k in info.keys]
         if any(k is None for k in pred_keys):
             return None
+        if as_sets:
+            details = {**same_rows.details, "text_order": "folded"}
+            return Verdict(True, f"{same_rows.reason}, the rows the LIMIT keeps when text is "
+                                 "ordered without regard to case or accents (as MySQL's and "
+                                 "MariaDB's default collations order it)", details)
         if not text_order.sorted_folded(pred.rows, pred_keys, info.descending, nulls):
             continue
         details = {**same_rows.details, "ordered": True, "text_order": "folded"}

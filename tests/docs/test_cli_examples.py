@@ -389,7 +389,8 @@ RUN: dict[tuple[str, str], Run | tuple[Run, ...]] = {
                            "align_by_name=false --policy align_by_value=false --policy "
                            "numeric_tolerance=false --policy numeric_strings=false --policy "
                            "trim_trailing_spaces=false --policy temporal_text=false --policy "
-                           "ties_at_limit=false --policy null_order=strict"):
+                           "ties_at_limit=false --policy null_order=strict --policy "
+                           "text_order=strict"):
         Run(needs=("path/to/bird/dev", "bird_preds.jsonl"),
             expect=("mymodel", "2/2", "Comparison policy changed")),
     ("README.md", "polysql sweep --engines sqlite,duckdb,postgres,mysql"): SERVERS_SWEEP,

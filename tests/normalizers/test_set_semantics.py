@@ -129,7 +129,7 @@ def test_columns_still_align_by_value(lite: Backend, duck: Backend) -> None:
 BIRD_OPTIONS = {"set_semantics": True, "align_by_name": False, "align_by_value": False,
                 "numeric_tolerance": False, "numeric_strings": False,
                 "trim_trailing_spaces": False, "temporal_text": False,
-                "ties_at_limit": False, "null_order": "strict"}
+                "ties_at_limit": False, "null_order": "strict", "text_order": "strict"}
 
 
 def test_the_bird_options_agree_with_bird_on_generated_results(lite: Backend,

@@ -82,6 +82,21 @@ def test_a_limit_keeps_the_rows_the_engine_orders_first(engines: tuple[Backend, 
 
 
 @pytest.mark.mysql
+def test_as_sets_a_limit_keeps_the_rows_the_engine_orders_first(
+        engines: tuple[Backend, Backend]) -> None:
+    sql = "SELECT name FROM city ORDER BY name LIMIT 3"
+    verdict = judged(engines, sql, set_semantics=True)
+    assert verdict.match, verdict.reason
+    assert verdict.details["text_order"] == "folded" and "the rows the LIMIT keeps" in verdict.reason
+    # the prediction's own order does not count as sets
+    assert judged(engines, sql, "SELECT name FROM (SELECT name FROM city ORDER BY name LIMIT 3) "
+                                "AS kept ORDER BY name DESC", set_semantics=True).match
+    assert not judged(engines, sql, set_semantics=True, text_order="strict").match
+    assert not judged(engines, sql, "SELECT name FROM city ORDER BY name DESC LIMIT 3",
+                      set_semantics=True).match
+
+
+@pytest.mark.mysql
 def test_nulls_in_a_text_key_follow_a_whole_convention(engines: tuple[Backend, Backend]) -> None:
     sql = "SELECT country, name FROM city ORDER BY country, name"
     verdict = judged(engines, sql)

@@ -146,8 +146,9 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bo
     """The match of ``pred`` with the gold's answer ordered with text weighed without case or
     accents (see :mod:`polysql.normalizers.text_order`), or None. As sets (``as_sets``) only
     the rows a LIMIT keeps can differ, and the prediction's own order does not count."""
-    if gold.hidden or gold.result.truncated or pred.truncated or not pred.ok:
+    if gold.result.truncated or pred.truncated or not pred.ok:
         return None
+    # keys among the output columns: the prediction's order is checked on its own columns
     info = infer_order(gold.sql, gold.dialect, gold.result.columns)
     if info.keys is None:
         return None
@@ -156,6 +157,9 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bo
         return None  # every row is kept whatever the order: the sets already differ
     widened = gold.widened.rows if (gold.widened is not None and gold.widened.ok
                                     and not gold.widened.truncated) else None
+    if widened is not None and gold.hidden:  # a keyed re-run: its key columns trail the rest
+        width = len(gold.result.columns)
+        widened = [tuple(row[:width]) for row in widened]
     seen = widened if limited else gold.result.rows
     if seen is None or not text_order.holds_text(seen, info.keys):
         return None

@@ -286,11 +286,25 @@ def keyed_order_sql(sql: str, dialect: str) -> KeyedSQL | None:
     order = query.args.get("order")
     if not isinstance(order, exp.Order) or not order.expressions:
         return None
-    info = infer_order(sql, dialect, [])
-    if not info.unresolved:
-        return None
-    keyed = query.copy()
     keys = [o.this if isinstance(o, exp.Ordered) else o for o in order.expressions]
-    for i, key in enumerate(keys):
+    projections = list(query.selects)
+    # A position (ORDER BY 2) names an output column, which the result shows: it needs no
+    # re-run. Appended as it is written it would be the constant 2, so where a re-run is needed
+    # for other keys it is appended as the expression it points at.
+    if all(_literal_int(key) is not None for key in keys):
+        return None
+    if not infer_order(sql, dialect, []).unresolved:
+        return None
+    appended = []
+    for key in keys:
+        position = _literal_int(key)
+        if position is None:
+            appended.append(key)
+        elif 1 <= position <= len(projections) and not any(p.is_star for p in projections):
+            appended.append(projections[position - 1].unalias())
+        else:
+            return None  # the column a position names is not known from the SQL
+    keyed = query.copy()
+    for i, key in enumerate(appended):
         keyed.select(exp.alias_(key.copy(), f"{TIE_KEY_PREFIX}{i + 1}"), copy=False)
     return KeyedSQL(keyed.sql(dialect=dialect), len(keys))

@@ -22,7 +22,8 @@ from polysql.core.errors import ComparisonError
 #: 3: float noise around a decimal of at most 10 significant digits counts as that decimal
 #:    written out in full (22979.630000000005 is 22979.63, so no longer equal to 22979.6).
 #: 4: an ordered prediction may order text keys without regard to case or accents, as the
-#:    default collations of MySQL and MariaDB do (text_order).
+#:    default collations of MySQL and MariaDB do (text_order); a position among ORDER BY keys
+#:    the gold does not return (ORDER BY 1, COUNT(*)) orders by its column, no longer ties.
 CONTRACT_VERSION = 4
 
 UnresolvedOrder = Literal["exact", "bag"]

@@ -58,3 +58,18 @@ def test_keyed_sql_only_where_appending_keys_is_safe() -> None:
     assert keyed_order_sql("SELECT name, salary FROM emp ORDER BY salary", "sqlite") is None
     assert keyed_order_sql("SELECT DISTINCT name FROM emp ORDER BY salary", "sqlite") is None
     assert keyed_order_sql("SELECT name FROM emp UNION SELECT who FROM sale ORDER BY 1", "sqlite") is None
+
+
+def test_a_position_among_the_keys_is_the_column_it_names(lite: Backend, duck: Backend) -> None:
+    """``ORDER BY 1`` names an output column: alone it needs no re-run, and beside a key the gold
+    does not return it is appended as that column, not as the constant 1 (which made every
+    row tie on it, so rows of different names could swap)."""
+    assert keyed_order_sql("SELECT name, salary FROM emp ORDER BY 2 DESC, 1", "sqlite") is None
+    keyed = keyed_order_sql("SELECT name FROM emp ORDER BY 1 DESC, salary", "sqlite")
+    assert keyed is not None and "name AS __polysql_tie_key_1" in keyed.sql
+    assert keyed_order_sql("SELECT * FROM emp ORDER BY 1, length(name)", "sqlite") is None
+    gold_sql = "SELECT name FROM emp ORDER BY 1 DESC, salary"
+    assert verdict(lite, gold_sql, duck, "SELECT name FROM emp ORDER BY name DESC").match
+    # names ascending within each salary: the tie runs of the constant key would let it pass
+    swapped = verdict(lite, gold_sql, duck, "SELECT name FROM emp ORDER BY salary, name")
+    assert not swapped.match, swapped.reason

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from polysql_testkit import pg_fixtures
+from polysql_testkit.jsonl_dataset import write_questions
 
 from polysql.cli.main import main
 from polysql.core.store import ResultsStore
@@ -48,11 +49,7 @@ def dataset(root: Path) -> str:
     """)
     con.commit()
     con.close()
-    lines = [{"question_id": key, "db_id": "music", "question": f"question {key}", "gold_sql": sql}
-             for key, sql in GOLD.items()]
-    (root / "questions.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n",
-                                          encoding="utf-8")
-    return f"jsonl:{root}"
+    return write_questions(root, "music", GOLD)
 
 
 def sweep(name: str, run: Path) -> list[dict[str, Any]]:

@@ -9,13 +9,13 @@ results again and re-judges their records. Real SQLite and MariaDB/MySQL.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from polysql_testkit import mysql_fixtures
+from polysql_testkit.jsonl_dataset import write_questions
 
 from polysql.backends.mysql import INFO
 from polysql.backends.mysql.backend import MySQLBackend
@@ -40,11 +40,7 @@ def dataset(root: Path) -> str:
         (1, "2024-03-01 08:15:00"), (2, "2024-03-01 12:30:45"), (3, "2024-03-02 23:59:59")])
     con.commit()
     con.close()
-    lines = [{"question_id": key, "db_id": "site", "question": f"question {key}", "gold_sql": sql}
-             for key, sql in GOLD.items()]
-    (root / "questions.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n",
-                                          encoding="utf-8")
-    return f"jsonl:{root}"
+    return write_questions(root, "site", GOLD)
 
 
 def sweep(name: str, run: Path) -> SweepOutcome:

@@ -164,29 +164,30 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bo
     if seen is None or not text_order.holds_text(seen, info.keys):
         return None
     widened_limit = (info.limit or 0) + WIDEN_EXTRA_ROWS
-    unlimited: Verdict | None = None  # without a LIMIT the rows are the same for every convention
+    same_rows: Verdict | None = None
     for nulls in text_order.conventions(null_order, (seen, info.keys)):
         rows = text_order.gold_rows_folded(info, limited, gold.result.rows, widened,
                                            widened_limit, nulls)
         if rows is None:
             return None
-        same_rows = unlimited or compare(dataclasses.replace(gold.result, rows=rows), pred,
-                                         ordered=False, dialect=gold.dialect, **policy)
-        if not limited:
-            unlimited = same_rows
+        if limited or same_rows is None:  # without a LIMIT the rows are those of every convention
+            same_rows = compare(dataclasses.replace(gold.result, rows=rows), pred, ordered=False,
+                                dialect=gold.dialect, **policy)
         if not same_rows.match:
+            if not limited:
+                return None
             continue
+        if as_sets:
+            details = {**same_rows.details, "text_order": "folded"}
+            return Verdict(True, f"{same_rows.reason}, the rows the LIMIT keeps when text is "
+                                 "ordered without regard to case or accents (as MySQL's and "
+                                 "MariaDB's default collations order it)", details)
         column_map = same_rows.details.get("column_map")
         if not column_map:
             return None
         pred_keys = [column_map[k] for k in info.keys]
         if any(k is None for k in pred_keys):
             return None
-        if as_sets:
-            details = {**same_rows.details, "text_order": "folded"}
-            return Verdict(True, f"{same_rows.reason}, the rows the LIMIT keeps when text is "
-                                 "ordered without regard to case or accents (as MySQL's and "
-                                 "MariaDB's default collations order it)", details)
         if not text_order.sorted_folded(pred.rows, pred_keys, info.descending, nulls):
             continue
         details = {**same_rows.details, "ordered": True, "text_order": "folded"}

@@ -28,6 +28,7 @@ CONTRACT_VERSION = 4
 
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]
+TextOrder = Literal["either", "strict"]
 ArrayOrder = Literal["ordered", "unordered"]
 NaiveTimestamps = Literal["utc", "strict"]
 
@@ -86,7 +87,7 @@ class ComparePolicy:
     #: accent-insensitive collation (MySQL/MariaDB defaults). "either": an ordered prediction also
     #: matches when it is the gold's answer in that second order (see normalizers.text_order);
     #: "strict": the gold's own order only
-    text_order: NullOrder = "either"
+    text_order: TextOrder = "either"
     #: compare the results' distinct rows with order ignored, as BIRD's execution accuracy does
     #: (``set(predicted) == set(gold)``): duplicates and row order never count, and the tie
     #: rules above do not apply. Off: rows are a bag, or a sequence under ORDER BY.

@@ -40,9 +40,8 @@ def _bit(value: bytes | str) -> int:
 
 
 # SET stays its comma-separated text instead of a Python set; a TIME is a time of day instead
-# of PyMySQL's timedelta (which compares with no engine's time, and drops the text's fractional
-# digits' width), or its text when it is a duration no clock shows; BIT becomes the integer it
-# spells.
+# of PyMySQL's timedelta (which equals no other engine's time value), or its text when it is a
+# duration no clock shows; BIT becomes the integer it spells.
 DECODERS: dict[Any, Callable[..., Any]] = {
     **conversions,
     FIELD_TYPE.SET: _text,

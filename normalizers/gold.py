@@ -165,9 +165,11 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bo
         return None
     widened_limit = (info.limit or 0) + WIDEN_EXTRA_ROWS
     same_rows: Verdict | None = None
-    for nulls in text_order.conventions(null_order, (seen, info.keys)):
+    tries = [(name, weigh, nulls) for name, weigh in text_order.WEIGHINGS
+             for nulls in text_order.conventions(null_order, (seen, info.keys))]
+    for collation, weigh, nulls in tries:
         rows = text_order.gold_rows_folded(info, limited, gold.result.rows, widened,
-                                           widened_limit, nulls)
+                                           widened_limit, nulls, weigh)
         if rows is None:
             return None
         if limited or same_rows is None:  # without a LIMIT the rows are those of every convention
@@ -178,7 +180,7 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bo
                 return None
             continue
         if as_sets:
-            details = {**same_rows.details, "text_order": "folded"}
+            details = {**same_rows.details, "text_order": "folded", "collation": collation}
             return Verdict(True, f"{same_rows.reason}, the rows the LIMIT keeps when text is "
                                  "ordered without regard to case or accents (as MySQL's and "
                                  "MariaDB's default collations order it)", details)
@@ -188,9 +190,10 @@ def _with_text_folded(gold: GoldRuns, pred: Result, null_order: str, as_sets: bo
         pred_keys = [column_map[k] for k in info.keys]
         if any(k is None for k in pred_keys):
             return None
-        if not text_order.sorted_folded(pred.rows, pred_keys, info.descending, nulls):
+        if not text_order.sorted_folded(pred.rows, pred_keys, info.descending, nulls, weigh):
             continue
-        details = {**same_rows.details, "ordered": True, "text_order": "folded"}
+        details = {**same_rows.details, "ordered": True, "text_order": "folded",
+                   "collation": collation}
         if text_order.holds_null(pred.rows, pred_keys):
             details["null_order"] = nulls[0]
         return Verdict(True, f"same {len(rows)} rows, ordered by the ORDER BY keys with text "

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from polysql_testkit import mysql_fixtures as fx
+from polysql_testkit import pg_fixtures
 
 from polysql.backends.base import Backend
 from polysql.backends.mysql.backend import MySQLBackend
@@ -18,7 +19,7 @@ from polysql.core.model import Result, Verdict
 from polysql.engines.registry import connect
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.normalizers.ordering import NULL_CONVENTIONS, infer_order
-from polysql.normalizers.text_order import folded, sort_folded
+from polysql.normalizers.text_order import folded, folded_unicode, sort_folded
 
 # Byte order: 'Zurich' < 'aarhus' < 'Ålesund'; case- and accent-free: Ålesund, aarhus, ..., Zurich
 SOURCE = """
@@ -27,6 +28,10 @@ INSERT INTO city VALUES
   (1, 'Zurich', 'CH', 400), (2, 'aarhus', 'DK', 280), (3, 'Ålesund', 'NO', 60),
   (4, 'Bergen', 'NO', 285), (5, 'bern', 'CH', 134), (6, 'Évora', 'PT', 57),
   (7, 'USA Town', NULL, 10), (8, 'United City', NULL, 20), (9, 'oslo', 'NO', 700);
+-- bytes: 'a-b' < 'aZ' < 'a_b' < 'ab'; general_ci: A-B, AB, AZ, A_B;
+-- Unicode collation algorithm: a_b, a-b, ab, aZ (punctuation before letters, '_' before '-')
+CREATE TABLE tag (id INTEGER PRIMARY KEY, label TEXT);
+INSERT INTO tag VALUES (1, 'ab'), (2, 'a_b'), (3, 'aZ'), (4, 'a-b'), (5, 'Straße'), (6, 'strasse x');
 """
 
 
@@ -111,6 +116,57 @@ def test_nulls_in_a_text_key_follow_a_whole_convention(engines: tuple[Backend, B
     assert not judged(engines, sql, null_order="strict").match
 
 
+@pytest.fixture(scope="module")
+def unicode_mysql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Backend, Backend]]:
+    """(SQLite, a MySQL copy whose text uses a collation of the Unicode collation algorithm)."""
+    source = fx.build_sqlite(tmp_path_factory.mktemp("text_order_uca") / "src.sqlite", SOURCE)
+    url = fx.server_url().set(database=fx.unique())
+    with connect(f"sqlite:///{source}") as lite, \
+            connect(url, read_only=False, collation="utf8mb4_unicode_520_ci") as target:
+        target.load(lite)
+    with connect(f"sqlite:///{source}") as lite, connect(url) as mysql:
+        yield lite, mysql
+    MySQLBackend.drop(url)
+
+
+@pytest.mark.mysql
+def test_a_unicode_collation_orders_punctuation_before_letters(
+        unicode_mysql: tuple[Backend, Backend], engines: tuple[Backend, Backend]) -> None:
+    lite, mysql = unicode_mysql
+    sql = "SELECT label FROM tag ORDER BY label"
+    assert [r[0] for r in mysql.execute(sql).rows][:4] == ["a_b", "a-b", "ab", "aZ"]
+    for gold_sql in (sql, "SELECT label FROM tag ORDER BY label DESC LIMIT 3"):
+        verdict = judged(unicode_mysql, gold_sql)
+        assert verdict.match, (gold_sql, verdict.reason)
+        assert verdict.details["collation"] == "unicode"
+    # general_ci (the other server's default) orders the same labels its own way
+    general = judged(engines, sql)
+    assert general.match and general.details["collation"] == "general_ci", general.reason
+    assert [r[0] for r in engines[1].execute(sql).rows][:4] == ["a-b", "ab", "aZ", "a_b"]
+
+
+@pytest.mark.postgres
+def test_postgres_icu_order_is_the_unicode_weighing(tmp_path_factory: pytest.TempPathFactory,
+                                                    ) -> None:
+    """A prediction that orders by an ICU collation on PostgreSQL (as databases created with an
+    ICU locale do by default) gives the Unicode collation algorithm's order."""
+    source = fx.build_sqlite(tmp_path_factory.mktemp("text_order_icu") / "src.sqlite", SOURCE)
+    loader = pg_fixtures.Loader(pg_fixtures.server_url(), pg_fixtures.unique("polysql_reader"))
+    try:
+        url, _ = loader.load(source)
+        with connect(f"sqlite:///{source}") as lite, loader.evaluation(url) as pg:
+            gold = run_gold("SELECT label FROM tag ORDER BY label LIMIT 4", "sqlite", lite.execute)
+            pred = pg.execute('SELECT label FROM tag ORDER BY label COLLATE "und-x-icu" LIMIT 4')
+            assert [r[0] for r in pred.rows] == ["a_b", "a-b", "ab", "aZ"]
+            verdict = judge(gold, pred, lite.execute)
+            assert verdict.match and verdict.details["collation"] == "unicode", verdict.reason
+            city = run_gold("SELECT name FROM city ORDER BY name", "sqlite", lite.execute)
+            icu = pg.execute('SELECT name FROM city ORDER BY name COLLATE "en-x-icu"')
+            assert judge(city, icu, lite.execute).match
+    finally:
+        loader.cleanup()
+
+
 def _result(rows: list[tuple[object, ...]]) -> Result:
     return Result(columns=["name"], rows=rows, types=["TEXT"])
 
@@ -127,6 +183,15 @@ def test_a_limited_gold_whose_widened_run_was_cut_keeps_the_strict_order() -> No
     assert len(cut.rows) == 2 + 1000
     assert not judge(GoldRuns(sql, "sqlite", gold, gold, widened=cut), pred).match
     assert not judge(GoldRuns(sql, "sqlite", gold, gold), pred).match  # no widened run at all
+
+
+def test_the_unicode_weighing_puts_punctuation_first_and_expands_letters() -> None:
+    labels = ["ab", "a_b", "aZ", "a-b", "a1", "a b", "Straße", "strasse", "æx", "aex"]
+    ordered = sorted(labels, key=folded_unicode)
+    assert ordered[:5] == ["a b", "a_b", "a-b", "a1", "ab"]
+    assert ordered.index("æx") < ordered.index("aZ")  # æ weighs as ae
+    assert folded_unicode("Straße ") == folded_unicode("strasse")
+    assert folded_unicode("æx") == folded_unicode("AEX")
 
 
 def test_folded_weighs_letters_without_case_accents_or_trailing_spaces() -> None:

@@ -13,13 +13,15 @@ widened re-run (see :func:`~polysql.normalizers.ordering.widen_limit`) holds eve
 answer when it came back short of its own limit; re-sorted here, its first rows are the answer
 such an engine gives. Otherwise the strict order stays.
 
-Two weighings are tried (:data:`WEIGHINGS`): :func:`folded` follows ``general_ci`` (accents
+Three weighings are tried (:data:`WEIGHINGS`): :func:`folded` follows ``general_ci`` (accents
 dropped, letters compared as capitals, so ``'_'`` sorts after letters); :func:`folded_unicode`
 follows the collations built on the Unicode collation algorithm (``unicode_ci``,
 ``0900_ai_ci``, ``uca1400_ai_ci``, and PostgreSQL's ICU collations): case folded so ``'ß'`` is
-``'ss'``, accents dropped, spaces and punctuation before digits before letters. Both ignore
-trailing spaces. Where an engine's collation differs from both, the prediction is held to the
-strict order, never accepted for it.
+``'ss'``, accents dropped, spaces and punctuation before digits before letters;
+:func:`folded_alphanumeric` follows the C library's locales (a PostgreSQL database created with
+``en_US.UTF-8``) and ICU's "shifted" collations, which weigh letters and digits only. All ignore
+trailing spaces. Where an engine's collation differs from all three, the prediction is held to
+the strict order, never accepted for it.
 """
 
 from __future__ import annotations
@@ -74,9 +76,18 @@ def folded_unicode(text: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(weights)
 
 
+@lru_cache(maxsize=65_536)
+def folded_alphanumeric(text: str) -> tuple[tuple[int, int, str], ...]:
+    """:func:`folded_unicode` without the spaces, punctuation and symbols, which the locales of
+    the C library (``en_US.UTF-8``) and ICU's "shifted" collations ignore until every letter
+    and digit is equal: ``'De Vries'`` after ``'Dean'``, ``"O'Brien"`` after ``'Ober'``."""
+    return tuple(weight for weight in folded_unicode(text) if weight[0])
+
+
 Weigh = Callable[[str], Any]
 #: (name, weighing) of the collations tried, see the module's text
-WEIGHINGS: tuple[tuple[str, Weigh], ...] = (("general_ci", folded), ("unicode", folded_unicode))
+WEIGHINGS: tuple[tuple[str, Weigh], ...] = (
+    ("general_ci", folded), ("unicode", folded_unicode), ("locale", folded_alphanumeric))
 
 
 def holds_text(rows: Sequence[Row], keys: Sequence[int]) -> bool:

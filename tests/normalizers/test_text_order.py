@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from polysql_testkit import mysql_fixtures as fx
 from polysql_testkit import pg_fixtures
+from sqlalchemy.engine import make_url
 
 from polysql.backends.base import Backend
 from polysql.backends.mysql.backend import MySQLBackend
@@ -31,7 +32,8 @@ INSERT INTO city VALUES
 -- bytes: 'a-b' < 'aZ' < 'a_b' < 'ab'; general_ci: A-B, AB, AZ, A_B;
 -- Unicode collation algorithm: a_b, a-b, ab, aZ (punctuation before letters, '_' before '-')
 CREATE TABLE tag (id INTEGER PRIMARY KEY, label TEXT);
-INSERT INTO tag VALUES (1, 'ab'), (2, 'a_b'), (3, 'aZ'), (4, 'a-b'), (5, 'Straße'), (6, 'strasse x');
+INSERT INTO tag VALUES (1, 'ab'), (2, 'a_b'), (3, 'aZ'), (4, 'a-b'), (5, 'Straße'), (6, 'strasse x'),
+  (7, 'De Vries'), (8, 'Dean'), (9, 'O''Brien'), (10, 'Ober');
 """
 
 
@@ -135,7 +137,7 @@ def test_a_unicode_collation_orders_punctuation_before_letters(
     lite, mysql = unicode_mysql
     sql = "SELECT label FROM tag ORDER BY label"
     assert [r[0] for r in mysql.execute(sql).rows][:4] == ["a_b", "a-b", "ab", "aZ"]
-    for gold_sql in (sql, "SELECT label FROM tag ORDER BY label DESC LIMIT 3"):
+    for gold_sql in (sql, "SELECT label FROM tag ORDER BY label LIMIT 3"):
         verdict = judged(unicode_mysql, gold_sql)
         assert verdict.match, (gold_sql, verdict.reason)
         assert verdict.details["collation"] == "unicode"
@@ -163,6 +165,34 @@ def test_postgres_icu_order_is_the_unicode_weighing(tmp_path_factory: pytest.Tem
             city = run_gold("SELECT name FROM city ORDER BY name", "sqlite", lite.execute)
             icu = pg.execute('SELECT name FROM city ORDER BY name COLLATE "en-x-icu"')
             assert judge(city, icu, lite.execute).match
+    finally:
+        loader.cleanup()
+
+
+@pytest.mark.postgres
+def test_a_collation_that_ignores_punctuation_is_the_locale_weighing(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """ICU's "shifted" collations, like the C library's locales (a database created with
+    en_US.UTF-8), weigh letters and digits only: 'Dean' before 'De Vries', 'Ober' before
+    "O'Brien"."""
+    source = fx.build_sqlite(tmp_path_factory.mktemp("text_order_shifted") / "src.sqlite", SOURCE)
+    loader = pg_fixtures.Loader(pg_fixtures.server_url(), pg_fixtures.unique("polysql_reader"))
+    try:
+        url, _ = loader.load(source)
+        database = make_url(url).database
+        assert database is not None
+        with pg_fixtures.admin_connection(pg_fixtures.server_url(), database) as admin:
+            admin.execute("CREATE COLLATION public.shifted (provider = icu, "
+                          "locale = 'und-u-ka-shifted')")
+            admin.commit()
+        with connect(f"sqlite:///{source}") as lite, loader.evaluation(url) as pg:
+            sql = "SELECT label FROM tag WHERE id > 6 ORDER BY label"
+            gold = run_gold(sql, "sqlite", lite.execute)
+            pred = pg.execute('SELECT label FROM tag WHERE id > 6 ORDER BY label '
+                              'COLLATE public.shifted')
+            assert [r[0] for r in pred.rows] == ["Dean", "De Vries", "Ober", "O'Brien"]
+            verdict = judge(gold, pred, lite.execute)
+            assert verdict.match and verdict.details["collation"] == "locale", verdict.reason
     finally:
         loader.cleanup()
 

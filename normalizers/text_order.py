@@ -136,14 +136,12 @@ def sorted_folded(rows: Sequence[Row], keys: Sequence[int], descending: Sequence
 
 
 def conventions(null_order: str, *columns: tuple[Sequence[Row], Sequence[int]]) -> list[NullConvention]:
-    """The NULL placements to try: every engine's (``null_order="either"``), or, under the strict
-    rule, one arbitrary placement when no key column holds a NULL (and none when one does: the
-    gold's own placement is not known here)."""
-    if null_order == "either":
-        return list(NULL_CONVENTIONS)
-    if any(holds_null(rows, keys) for rows, keys in columns):
-        return []
-    return [NULL_CONVENTIONS[0]]
+    """The NULL placements to try. When no key column holds a NULL, one stands for all (they
+    order the rows alike). Otherwise every engine's (``null_order="either"``), or none under the
+    strict rule: the gold's own placement is not known here."""
+    if not any(holds_null(rows, keys) for rows, keys in columns):
+        return [NULL_CONVENTIONS[0]]
+    return list(NULL_CONVENTIONS) if null_order == "either" else []
 
 
 def gold_rows_folded(info: OrderInfo, limited: bool, rows: Sequence[Row],

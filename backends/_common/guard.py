@@ -13,19 +13,32 @@ know is never refused by mistake.
 from __future__ import annotations
 
 import re
+from functools import cache
+from typing import TYPE_CHECKING
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
+if TYPE_CHECKING:
+    from sqlglot import exp
 
-# Statement roots that only read.
-_READ_ROOTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.Union, exp.Intersect, exp.Except,
-                                                  exp.Values, exp.Subquery, exp.Paren)
-# Nodes that write or change state wherever they appear (including data-modifying CTEs).
-_WRITE_NODES: tuple[type[exp.Expression], ...] = (
-    exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter, exp.Copy,
-    exp.Set, exp.Command, exp.TruncateTable, exp.Grant, exp.Use, exp.Into, exp.LoadData,
-)
+
+# sqlglot is imported on the first screened statement, not with this module: the backends import
+# it, and a load, which screens nothing, would pay ~35 ms of start-up for it.
+@cache
+def _read_roots() -> tuple[type[exp.Expression], ...]:
+    """Statement roots that only read."""
+    from sqlglot import exp
+
+    return (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Subquery, exp.Paren)
+
+
+@cache
+def _write_nodes() -> tuple[type[exp.Expression], ...]:
+    """Nodes that write or change state wherever they appear (including data-modifying CTEs)."""
+    from sqlglot import exp
+
+    return (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
+            exp.Copy, exp.Set, exp.Command, exp.TruncateTable, exp.Grant, exp.Use, exp.Into,
+            exp.LoadData)
+
 # Functions that read or write server files, reach the network, or change settings.
 FORBIDDEN_FUNCTIONS = frozenset({
     "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir",
@@ -67,6 +80,8 @@ def _leading_word(sql: str) -> str | None:
 
 
 def _function_name(node: exp.Expression) -> str | None:
+    from sqlglot import exp
+
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
     if isinstance(node, exp.Func):
@@ -77,9 +92,11 @@ def _function_name(node: exp.Expression) -> str | None:
 def _statement_kind(root: exp.Expression, sql: str) -> str:
     """``a DELETE statement``: the kind named by the parsed root where it is a statement, else by
     the text's first word (sqlglot reads ``LISTEN x`` as a column alias)."""
+    from sqlglot import exp
+
     if isinstance(root, exp.Command):
         kind = str(root.this).upper()
-    elif isinstance(root, _WRITE_NODES):
+    elif isinstance(root, _write_nodes()):
         kind = root.key.upper()
     else:
         words = re.findall(r"[A-Za-z_]+", re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.S))
@@ -94,6 +111,10 @@ def _with_article(word: str) -> str:
 
 def screen(sql: str, dialect: str | None = None) -> str | None:
     """Why ``sql`` must not run, or None when the screen finds nothing wrong."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
     for pattern, why in _RAW_PATTERNS:
         if pattern.search(sql):
             return f"statement {why}"
@@ -113,10 +134,11 @@ def screen(sql: str, dialect: str | None = None) -> str | None:
     if not statements:
         return None
     root = statements[0]
-    if not isinstance(root, _READ_ROOTS):
+    if not isinstance(root, _read_roots()):
         return f"only queries may run; this is {_statement_kind(root, sql)}"
+    write_nodes = _write_nodes()
     for node in root.walk():
-        if isinstance(node, _WRITE_NODES):
+        if isinstance(node, write_nodes):
             return (f"query contains {_with_article(node.key.upper())} that would change data "
                     "or settings")
         name = _function_name(node)

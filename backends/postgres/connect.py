@@ -7,6 +7,9 @@ PostgreSQL connection is opened, checked and closed.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +41,15 @@ _RESERVED_QUERY_KEYS = frozenset({"dbname", "user", "password"})
 #   (English, '.'), as on the other engines; 'C' exists on every server.
 SESSION_OPTIONS = ("-c TimeZone=UTC -c DateStyle=ISO,MDY -c IntervalStyle=postgres "
                    "-c lc_time=C -c lc_numeric=C -c lc_monetary=C")
+# Environment variables libpq sends as session settings after ``options``, so that they would win
+# over it: a shell with PGDATESTYLE='SQL, DMY' would turn '2021-03-02' into '02/03/2021' in every
+# date cast to text. When one is set, the settings are set again once connected, and after every
+# DISCARD ALL (which returns a session to what its start-up packet said).
+_ENVIRONMENT_SETTINGS = {"PGTZ": "timezone", "PGDATESTYLE": "datestyle"}
+_OPTION = re.compile(r"(?:-c\s*|--)([A-Za-z_.]+)=(\S+)")
+# The settings to set again on each connection that needs it (none: the environment is quiet).
+_PINNED: weakref.WeakKeyDictionary[psycopg.Connection, tuple[tuple[str, str], ...]] = \
+    weakref.WeakKeyDictionary()
 
 
 def connection_params(url: URL, *, user: str | None = None, password: str | None = None,
@@ -79,11 +91,46 @@ def open_connection(params: dict[str, Any], *, autocommit: bool = True) -> psyco
     try:
         # prepare_threshold=None: never prepare statements server-side behind our back; evaluated
         # SQL is run once, and a pooled session must carry nothing from one query to the next.
-        return psycopg.connect(autocommit=autocommit, prepare_threshold=None, **params)
+        conn = psycopg.connect(autocommit=autocommit, prepare_threshold=None, **params)
     except psycopg.Error as exc:
         raise EngineUnavailableError(
             f"cannot connect to PostgreSQL as {describe(params)}: "
             f"{str(exc).strip() or type(exc).__name__}") from exc
+    pinned = pinned_over_environment(str(params.get("options", "")))
+    if pinned:
+        _PINNED[conn] = pinned
+        try:
+            restore_settings(conn)
+        except psycopg.Error as exc:
+            conn.close()
+            raise EngineUnavailableError(
+                f"cannot set the session of PostgreSQL {describe(params)}: {exc}") from exc
+    return conn
+
+
+def pinned_over_environment(options: str) -> tuple[tuple[str, str], ...]:
+    """The (setting, value) pairs of ``options`` that a variable of this process's environment
+    would override; empty when none of those variables is set."""
+    overridden = {setting for variable, setting in _ENVIRONMENT_SETTINGS.items()
+                  if os.environ.get(variable)}
+    if not overridden:
+        return ()
+    chosen: dict[str, str] = {}
+    for name, value in _OPTION.findall(options):  # the last one of a setting wins, as in libpq
+        if name.lower() in overridden:
+            chosen[name.lower()] = value
+    return tuple(chosen.items())
+
+
+def restore_settings(conn: psycopg.Connection) -> None:
+    """Set again what the environment overrode on ``conn`` (nothing when it overrode nothing)."""
+    pinned = _PINNED.get(conn)
+    if not pinned:
+        return
+    calls = ", ".join("set_config(%s, %s, false)" for _ in pinned)
+    conn.execute(f"SELECT {calls}", [part for pair in pinned for part in pair])
+    if not conn.autocommit:
+        conn.commit()
 
 
 def usable(conn: psycopg.Connection) -> bool:

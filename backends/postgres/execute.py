@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 
 from polysql.backends._common.cancel import Flight, cancelled
+from polysql.backends.postgres.connect import restore_settings
 from polysql.backends.postgres.errors import classify, message_of
 from polysql.core.model import Result
 
@@ -162,6 +163,7 @@ def _roll_back(conn: psycopg.Connection) -> None:
         # Session state that survives a rollback (advisory locks, prepared statements, LISTEN)
         # must not leak into the next query on this pooled connection.
         conn.execute("DISCARD ALL")
+        restore_settings(conn)  # what the user's environment would have put back
     except psycopg.Error:
         # already unusable; the pool discards closed connections
         with contextlib.suppress(psycopg.Error):

@@ -416,6 +416,25 @@ def test_sessions_do_not_take_the_servers_zone_or_styles(loader, evaluation_url,
     assert result.rows == [(1614672000, "UTC", "2021-03-02", timedelta(days=1, hours=2))]
 
 
+def test_the_users_environment_does_not_change_answers(loader, evaluation_url,
+                                                     monkeypatch) -> None:
+    """libpq sends PGTZ and PGDATESTYLE after polysql's options, so a shell that sets them would
+    change what dates cast to text read: polysql's settings are set again, on a new connection
+    and after the DISCARD ALL between pooled statements. A URL's own options still win."""
+    monkeypatch.setenv("PGTZ", "Asia/Kathmandu")
+    monkeypatch.setenv("PGDATESTYLE", "SQL, DMY")
+    expected = [(1614672000, "UTC", "2021-03-02", timedelta(days=1, hours=2))]
+    with loader.evaluation(evaluation_url) as backend:
+        first, second = backend.execute(SESSION_VIEW), backend.execute(SESSION_VIEW)
+    assert first.rows == expected, first
+    assert second.rows == expected, second
+    url = make_url(evaluation_url).update_query_dict({"options": "-c TimeZone=Asia/Tokyo"})
+    with loader.evaluation(url.render_as_string(hide_password=False)) as backend:
+        zone = backend.execute("SELECT current_setting('TimeZone'), CAST(DATE '2021-03-02' "
+                               "AS text)")
+    assert zone.rows == [("Asia/Tokyo", "2021-03-02")], zone
+
+
 def test_a_value_the_driver_cannot_read_is_the_statements_error(loader, evaluation_url) -> None:
     """A URL's own options come after polysql's and may set an interval style psycopg cannot
     parse: the interval result is then this statement's error, saying why, not a crash of the run."""

@@ -340,6 +340,10 @@ def screen_statement(session: Any, sql: str, *, connect: bool) -> tuple[Refusal 
         try:
             refusal = plan_refusal(session, screened.statement)
         except Exception as exc:  # the screen itself failed: never run unscreened SQL
+            if classify(exc, cancelled=False)[0] == "unavailable":
+                # the driver is gone (killed, out of memory): an outage, not the statement's fault
+                return Refusal("unavailable", f"the Spark driver cannot be reached to screen "
+                                              f"the statement: {message_of(exc)}"), ""
             return Refusal("forbidden", f"statement could not be screened: {exc}"), ""
         if refusal is None and screened.unknown_start:
             refusal = Refusal("forbidden", "only queries may run")

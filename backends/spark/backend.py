@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
 
-from polysql.backends._common.cancel import Flights
+from polysql.backends._common.cancel import Flight, Flights
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import (
     DEFAULT_MAX_ROWS,
@@ -70,9 +70,9 @@ class SparkBackend(Backend):
         self.read_only = read_only
         self.warehouse = FileWarehouse(target.warehouse) if target.warehouse else None
         self.manifest: Manifest | None = None
-        self._runner = StatementRunner(session, connect=target.connect, engine=self.name,
-                                       engine_key=engine_key(connect=target.connect,
-                                                             master=target.master))
+        self._runner = self._new_runner()
+        # the driver this session belongs to (a restart ends it: see _reopen)
+        self._driver = sessions.driver_generation()
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._closed = False
@@ -143,16 +143,56 @@ class SparkBackend(Backend):
         with self._flights.track() as flight, self._lock:
             if self._closed:
                 return Result.failed("unavailable", f"{self!r} is closed", engine=self.name)
-            statement = sql
+            if self._driver_restarted():
+                failed = self._reopen()
+                if failed is not None:
+                    return failed
+            result = self._screen_and_run(sql, timeout, max_rows, started, flight)
+            if (result.error is not None and result.error.kind == "unavailable"
+                    and self._driver_restarted() and not flight.cancelled.is_set()):
+                # The runner restarted the driver to end a cancelled statement's tasks (see
+                # execute_settle.py): the statement never ran, so it runs on the new driver.
+                failed = self._reopen()
+                if failed is not None:
+                    return failed
+                result = self._screen_and_run(sql, timeout, max_rows, time.perf_counter(),
+                                              flight)
+            return result
+
+    def _screen_and_run(self, sql: str, timeout: float, max_rows: int, started: float,
+                        flight: Flight) -> Result:
+        statement = sql
+        if self.read_only:
+            refusal, statement = screen_statement(self.session, sql, connect=self.target.connect)
+            if refusal is not None:
+                return Result.failed(refusal.kind, refusal.message, sqlstate=refusal.sqlstate,
+                                     elapsed=time.perf_counter() - started, engine=self.name)
+        return self._runner.run(statement, timeout=timeout, max_rows=max_rows, started=started,
+                                flight=flight)
+
+    def _new_runner(self) -> StatementRunner:
+        return StatementRunner(self.session, connect=self.target.connect, engine=self.name,
+                               engine_key=engine_key(connect=self.target.connect,
+                                                     master=self.target.master))
+
+    def _driver_restarted(self) -> bool:
+        """Whether the process's driver was restarted since this session was opened."""
+        return not self.target.connect and self._driver != sessions.driver_generation()
+
+    def _reopen(self) -> Result | None:
+        """A session of the current driver in place of one whose driver was restarted, its
+        database registered again; None, or the outage that prevented it."""
+        self._runner.close()
+        try:
+            self._driver = sessions.driver_generation()
+            self.session = sessions.new_session(self.target)
+            self._runner = self._new_runner()
             if self.read_only:
-                refusal, statement = screen_statement(self.session, sql,
-                                                      connect=self.target.connect)
-                if refusal is not None:
-                    return Result.failed(refusal.kind, refusal.message,
-                                         sqlstate=refusal.sqlstate,
-                                         elapsed=time.perf_counter() - started, engine=self.name)
-            return self._runner.run(statement, timeout=timeout, max_rows=max_rows,
-                                    started=started, flight=flight)
+                self._open_evaluation()
+        except EngineError as exc:
+            return Result.failed("unavailable", f"cannot reopen the Spark session after the "
+                                                f"driver restarted: {exc}", engine=self.name)
+        return None
 
     def cancel(self) -> bool:
         """Cancels the statement's job group (``cancelJobGroup`` / ``interruptTag`` on Spark

@@ -32,6 +32,9 @@ _PROBE_TIMEOUT = 5.0
 _lock = threading.Lock()
 _root: Any = None  # the process's root SparkSession (classic)
 _root_master: str | None = None
+# Bumped by each restart of the driver: a session opened under an older generation belongs to a
+# JVM that is gone, and its backend opens a new one before its next statement.
+_generation = 0
 
 # PySpark logs every failed statement at ERROR level with the full JVM stack; evaluated SQL
 # fails routinely and the failure is returned in the Result, so those logs are only noise.
@@ -65,6 +68,49 @@ def root_session(target: SparkTarget) -> Any:
                 f"drive only one Spark master, so {target.master!r} needs a separate process")
         _root, _root_master = _start(target), target.master
         return _root
+
+
+def driver_generation() -> int:
+    """Which driver of this process the root session now is (see :func:`restart_driver`)."""
+    return _generation
+
+
+def restart_driver() -> None:
+    """End this process's Spark driver by killing its JVM, so that the next session starts a new
+    one (seconds), with every task slot free.
+
+    The remedy for tasks that outlive their cancel (see execute_settle.py): Spark cannot stop a
+    thread busy inside one row, and the executors of a local master live in the driver's JVM,
+    so only ending that JVM frees their slots. Every session of the old driver is dead after
+    this; the catalog is rebuilt from the warehouse as each backend reopens its session.
+    """
+    global _root, _root_master, _generation
+    sql = _import_pyspark()
+    from pyspark import SparkContext
+
+    with _lock:
+        gateway = SparkContext._gateway
+        process = getattr(gateway, "proc", None)
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+                process.wait(timeout=30)
+        if gateway is not None:
+            with contextlib.suppress(Exception):
+                gateway.shutdown()
+        with contextlib.suppress(Exception):
+            if SparkContext._active_spark_context is not None:
+                SparkContext._active_spark_context._jsc = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+        sql.SparkSession._instantiatedSession = None
+        sql.SparkSession._activeSession = None
+        _root, _root_master = None, None
+        _generation += 1
+    from polysql.backends.spark import introspect
+
+    introspect.forget_registrations()
 
 
 def _same_master(running: str, wanted: str) -> bool:

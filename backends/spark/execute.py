@@ -24,6 +24,7 @@ import pyarrow as pa
 from polysql.backends._common.cancel import Flight
 from polysql.backends._common.cancel import cancelled as cancelled_result
 from polysql.backends.spark import execute_settle as settle
+from polysql.backends.spark.connect import restart_driver
 from polysql.backends.spark.errors import classify, message_of
 from polysql.core.model import Result
 
@@ -147,15 +148,23 @@ class StatementRunner:
         if cancelled_statement is None:
             return None
         started = time.perf_counter()
+        # A driver in this process can be restarted, which frees every slot: wait less for it.
+        wait = settle.SETTLE_WAIT_CONNECT if self._tagging.connect else settle.SETTLE_WAIT
         probe = _Job(settle.PROBE_STATEMENT, f"polysql-{uuid.uuid4().hex}", 1)
-        outcome = self._run(probe, settle.SETTLE_WAIT, started, flight)
+        outcome = self._run(probe, wait, started, flight)
         if outcome.error is None and outcome.rows == settle.PROBE_ROWS:
             settle.UNSETTLED.clear(self._engine_key)
             return None
         if flight is not None and flight.cancelled.is_set():
             return cancelled_result(self._engine, time.perf_counter() - started)
-        return Result.failed("unavailable",
-                             settle.unsettled_message(cancelled_statement, settle.SETTLE_WAIT),
+        if not self._tagging.connect:
+            # Only ending the JVM stops tasks busy inside one row. The backend sees the new
+            # driver and runs the statement again in a session of it.
+            restart_driver()
+            settle.UNSETTLED.clear(self._engine_key)
+            return Result.failed("unavailable", settle.restarted_message(cancelled_statement, wait),
+                                 elapsed=time.perf_counter() - started, engine=self._engine)
+        return Result.failed("unavailable", settle.unsettled_message(cancelled_statement, wait),
                              elapsed=time.perf_counter() - started, engine=self._engine)
 
     def _run(self, job: _Job, timeout: float, started: float, flight: Flight | None) -> Result:

@@ -16,6 +16,11 @@ and forgets it, ``interruptTag``/``interruptAll`` walk only the operations it st
 releasing the session cancels no jobs (seen on Spark 4.3). Such a job holds its slots until it
 ends on its own, so the probe reports the engine unavailable until then or until a restart.
 
+A driver in this process is restarted instead (its JVM killed, a new one started): the tasks of
+a local master run in that JVM, and a thread busy inside one row ends only with it. Statements
+the sessions of the old driver were running fail as ``unavailable``; each backend opens a
+session of the new driver before its next statement.
+
 The record is kept per engine (a Spark Connect server, or this process's driver), not per
 session, so a reconnect after an ``unavailable`` result still checks first.
 """
@@ -25,8 +30,11 @@ from __future__ import annotations
 import threading
 
 # How long the probe may wait for a free task slot after a cancel. Longer than any one row of
-# ordinary evaluation work; a backlog that outlasts it makes the engine unusable for a sweep.
-SETTLE_WAIT = 60.0
+# ordinary evaluation work. On a driver in this process a backlog that outlasts it is ended by
+# restarting the driver (seconds); a Spark Connect server cannot be restarted from here, so it
+# gets longer, and a backlog that outlasts that makes the engine unusable for a sweep.
+SETTLE_WAIT = 15.0
+SETTLE_WAIT_CONNECT = 60.0
 # The probe: one task on one partition, so it needs one free slot and nothing else.
 PROBE_STATEMENT = "SELECT sum(id) FROM range(0, 1, 1, 1)"
 PROBE_ROWS = [(0,)]
@@ -68,3 +76,11 @@ def unsettled_message(statement: str, waited: float) -> str:
             f"tasks did not stop when cancelled (work inside one row is not interruptible, or "
             f"Spark started one of its jobs after the cancel, which no client call can stop). "
             f"Restart the Spark engine; until then its backlog would be counted as timeouts")
+
+
+def restarted_message(statement: str, waited: float) -> str:
+    shown = " ".join(statement.split())
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    return (f"Spark still had no free task slot {waited:g}s after cancelling {shown!r} (its "
+            f"tasks do not notice a cancel while busy inside one row), so polysql restarted the "
+            f"Spark driver of this process")

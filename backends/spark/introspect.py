@@ -48,6 +48,13 @@ def register(session: Any, warehouse: FileWarehouse, manifest: Manifest, *,
         _registered[key] = manifest.generation
 
 
+def forget_registrations() -> None:
+    """Forget which databases this process's catalog holds: its driver was restarted, with an
+    empty catalog."""
+    with _lock:
+        _registered.clear()
+
+
 def register_folder(session: Any, database: str, tables: list[TableEntry], folder: Path) -> None:
     """Register tables whose Parquet folders are under ``folder`` (a staging build) in a
     database of their own, for checking views before the build is swapped in."""

@@ -547,25 +547,59 @@ def test_statement_after_an_unstoppable_one_waits_for_a_free_slot(
     assert after.elapsed < 1.0  # the wait for a slot is not the statement's time
 
 
-def test_engine_whose_tasks_never_free_is_unavailable(backend: Any,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from polysql.backends.spark import execute_settle as settle
+RESTART_SCRIPT = """
+import json, sys, threading, time
+import polysql
+from polysql.backends.spark import connect as sessions, execute_settle as settle
+from polysql.backends.spark.screen import screen_statement
 
-    _wait_for_idle_executors(backend)
-    _stuck_statement(backend)
-    monkeypatch.setattr(settle, "SETTLE_WAIT", 0.5)
-    busy = backend.execute("SELECT count(*) FROM `order items`", timeout=30.0)
-    assert busy.error is not None and busy.error.kind == "unavailable"
-    assert "no free task slot" in busy.error.message and "aggregate(sequence" in busy.error.message
-    # a new session on the same driver is told the same, not handed the backlog as a timeout
-    with type(backend).connect(backend.url) as again:
-        assert again.execute("SELECT 1").error.kind == "unavailable"
-    # The refused probes were cancelled too, so the next statement probes once more: with the
-    # production wait, since on a loaded machine even a one-task job can take longer than 0.5 s.
-    monkeypatch.undo()
-    _wait_for_idle_executors(backend)
-    recovered = backend.execute("SELECT count(*) FROM `order items`")
-    assert recovered.rows == [(2,)], recovered.error
+settle.SETTLE_WAIT = 0.5  # the tasks below run on for 10 s or more
+url, query = sys.argv[1], sys.argv[2]
+stuck_on, other = polysql.connect(url), polysql.connect(url)
+assert other.execute("SELECT 1").rows == [(1,)]
+
+def running():
+    tracker = stuck_on.session.sparkContext._jsc.sc().statusTracker()
+    return sum(info.numRunningTasks() for info in tracker.getExecutorInfos())
+
+out = {}
+worker = threading.Thread(target=lambda: out.setdefault("stuck", stuck_on.execute(query, timeout=120)))
+worker.start()
+deadline = time.monotonic() + 120
+while running() < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(0.5)  # past task set-up, into the row
+stuck_on.cancel()
+worker.join(60)
+report = {"stuck": out["stuck"].error.kind, "held": running(), "before": sessions.driver_generation()}
+old_session = stuck_on.session
+after = stuck_on.execute("SELECT count(*) FROM `order items`", timeout=30)
+report.update(after=[list(r) for r in after.rows], error=after.error and after.error.message,
+              restarts=sessions.driver_generation() - report["before"], held_now=running(),
+              other=[list(r) for r in other.execute("SELECT count(*) FROM `order items`").rows],
+              old_screen=screen_statement(old_session, "SELECT 1", connect=False)[0].kind)
+print(json.dumps(report))
+"""
+
+
+def test_a_driver_whose_tasks_never_free_is_restarted(loaded: str) -> None:
+    """Tasks busy inside one row do not notice a cancel and keep their slots. When none frees in
+    time, the driver of the process is restarted (its JVM killed, which ends those threads):
+    the next statement runs on the new driver instead of being refused, and a backend opened on
+    the old driver carries on too. In a process of its own, as the restart ends the driver every
+    other test of this process uses."""
+    done = subprocess.run([sys.executable, "-c", RESTART_SCRIPT, loaded, UNSTOPPABLE_QUERY],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["stuck"] == "unavailable"  # cancelled by the caller
+    assert report["held"] == 2  # killed, and still running
+    assert report["after"] == [[2]], report["error"]
+    assert report["restarts"] == 1
+    assert report["held_now"] == 0
+    assert report["other"] == [[2]]
+    # a session whose driver is gone cannot screen: an outage, never the statement's "forbidden"
+    assert report["old_screen"] == "unavailable"
 
 
 def test_error_kinds_and_sqlstates(backend: Any) -> None:

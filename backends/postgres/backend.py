@@ -40,6 +40,7 @@ from polysql.backends.base import (
 from polysql.backends.postgres import INFO
 from polysql.backends.postgres.connect import (
     MAINTENANCE_DATABASE,
+    closed_on_failure,
     connection_params,
     connection_pool,
     describe,
@@ -205,12 +206,9 @@ class PostgresBackend(Backend):
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self.login)
         if self.read_only:
-            try:
+            with closed_on_failure(conn, f"PostgreSQL connection as {describe(self.login)} "
+                                         f"failed at once"):
                 _check_not_privileged(conn)
-            except psycopg.Error as exc:
-                conn.close()
-                raise EngineUnavailableError(
-                    f"PostgreSQL connection as {describe(self.login)} failed at once: {exc}") from exc
         if self._version is None:
             self._version = format_version(conn.info.server_version)
         if not self._fold_checked:

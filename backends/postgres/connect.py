@@ -10,7 +10,7 @@ import contextlib
 import os
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -99,13 +99,20 @@ def open_connection(params: dict[str, Any], *, autocommit: bool = True) -> psyco
     pinned = pinned_over_environment(str(params.get("options", "")))
     if pinned:
         _PINNED[conn] = pinned
-        try:
+        with closed_on_failure(conn, f"cannot set the session of PostgreSQL {describe(params)}"):
             restore_settings(conn)
-        except psycopg.Error as exc:
-            conn.close()
-            raise EngineUnavailableError(
-                f"cannot set the session of PostgreSQL {describe(params)}: {exc}") from exc
     return conn
+
+
+@contextlib.contextmanager
+def closed_on_failure(conn: psycopg.Connection, what: str) -> Iterator[None]:
+    """Close ``conn`` and raise EngineUnavailableError (``what``: the exception) when the block
+    fails on it: a connection that failed its first statements is of no use."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        conn.close()
+        raise EngineUnavailableError(f"{what}: {exc}") from exc
 
 
 def pinned_over_environment(options: str) -> tuple[tuple[str, str], ...]:

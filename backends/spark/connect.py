@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import subprocess
 import threading
 import warnings
 from typing import Any
@@ -92,7 +93,7 @@ def restart_driver() -> None:
         gateway = SparkContext._gateway
         process = getattr(gateway, "proc", None)
         if process is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 process.kill()
                 process.wait(timeout=30)
         if gateway is not None:

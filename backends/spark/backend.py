@@ -183,15 +183,16 @@ class SparkBackend(Backend):
         """A session of the current driver in place of one whose driver was restarted, its
         database registered again; None, or the outage that prevented it."""
         self._runner.close()
+        driver = sessions.driver_generation()
         try:
-            self._driver = sessions.driver_generation()
             self.session = sessions.new_session(self.target)
             self._runner = self._new_runner()
             if self.read_only:
                 self._open_evaluation()
-        except EngineError as exc:
+        except Exception as exc:  # the new driver failed too: tried again next statement
             return Result.failed("unavailable", f"cannot reopen the Spark session after the "
                                                 f"driver restarted: {exc}", engine=self.name)
+        self._driver = driver
         return None
 
     def cancel(self) -> bool:
@@ -200,6 +201,12 @@ class SparkBackend(Backend):
         return self._flights.cancel()
 
     def version(self) -> str:
+        with self._lock:
+            if self._driver_restarted():  # the session below belongs to a driver that is gone
+                failed = self._reopen()
+                if failed is not None:
+                    assert failed.error is not None
+                    raise EngineUnavailableError(failed.error.message)
         if self._version is None:
             via = " via Spark Connect" if self.target.connect else ""
             self._version = f"Spark {self.session.version}{via}"

@@ -555,7 +555,7 @@ from polysql.backends.spark.screen import screen_statement
 
 settle.SETTLE_WAIT = 0.5  # the tasks below run on for 10 s or more
 url, query = sys.argv[1], sys.argv[2]
-stuck_on, other = polysql.connect(url), polysql.connect(url)
+stuck_on, other, third = polysql.connect(url), polysql.connect(url), polysql.connect(url)
 assert other.execute("SELECT 1").rows == [(1,)]
 
 def running():
@@ -577,7 +577,8 @@ after = stuck_on.execute("SELECT count(*) FROM `order items`", timeout=30)
 report.update(after=[list(r) for r in after.rows], error=after.error and after.error.message,
               restarts=sessions.driver_generation() - report["before"], held_now=running(),
               other=[list(r) for r in other.execute("SELECT count(*) FROM `order items`").rows],
-              old_screen=screen_statement(old_session, "SELECT 1", connect=False)[0].kind)
+              old_screen=screen_statement(old_session, "SELECT 1", connect=False)[0].kind,
+              third_version=third.version())
 print(json.dumps(report))
 """
 
@@ -600,6 +601,7 @@ def test_a_driver_whose_tasks_never_free_is_restarted(loaded: str) -> None:
     assert report["other"] == [[2]]
     # a session whose driver is gone cannot screen: an outage, never the statement's "forbidden"
     assert report["old_screen"] == "unavailable"
+    assert report["third_version"].startswith("Spark ")  # asked first of the new driver
 
 
 def test_error_kinds_and_sqlstates(backend: Any) -> None:

@@ -734,6 +734,43 @@ def test_spark_connect_load_evaluate_and_drop(spark_backend_class: type, connect
         spark_backend_class.connect(url)
 
 
+def test_a_connect_server_whose_tasks_never_free_is_unavailable(
+        spark_backend_class: type, connect_url: str, source: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """polysql cannot restart a Spark Connect server: when a cancelled statement's tasks keep the
+    server's slots past the wait, the next statement is not run and reports the engine
+    unavailable (an outage, never a timeout of the model), naming the cancelled statement; once
+    the tasks end, statements run again."""
+    from polysql.backends.spark import connect as sessions
+    from polysql.backends.spark import execute_settle as settle
+
+    url = f"{connect_url}/connect_stuck"
+    with connect(f"sqlite:///{source}") as src, \
+            spark_backend_class.connect(url, read_only=False) as target:
+        target.load(src)
+    with spark_backend_class.connect(url) as evaluation:
+        running: dict[str, Result] = {}
+        worker = threading.Thread(target=lambda: running.setdefault(
+            "result", evaluation.execute(UNSTOPPABLE_QUERY, timeout=120.0)))
+        worker.start()
+        time.sleep(5)  # planned and into its rows, each seconds of work
+        assert evaluation.cancel()
+        worker.join(60)
+        driver = sessions.driver_generation()
+        monkeypatch.setattr(settle, "SETTLE_WAIT_CONNECT", 0.5)
+        busy = evaluation.execute("SELECT count(*) FROM `order items`", timeout=30.0)
+        assert busy.error is not None and busy.error.kind == "unavailable", busy
+        assert "no free task slot" in busy.error.message
+        assert "aggregate(sequence" in busy.error.message
+        assert sessions.driver_generation() == driver  # nothing of this process was restarted
+        monkeypatch.undo()  # the production wait outlasts the stuck rows
+        deadline = time.monotonic() + 180
+        recovered = evaluation.execute("SELECT count(*) FROM `order items`")
+        while recovered.error is not None and time.monotonic() < deadline:
+            recovered = evaluation.execute("SELECT count(*) FROM `order items`")
+        assert recovered.rows == [(2,)], recovered.error
+
+
 # -- standalone cluster ----------------------------------------------------------------------------
 
 def test_standalone_cluster(source: Path, tmp_path: Path) -> None:

@@ -69,18 +69,22 @@ def engine_key(*, connect: bool, master: str) -> str:
     return f"connect:{master}" if connect else f"driver:{master}"
 
 
-def unsettled_message(statement: str, waited: float) -> str:
+def _shown(statement: str) -> str:
+    """The statement on one line, cut to a length a message can carry."""
     shown = " ".join(statement.split())
-    shown = shown if len(shown) <= 120 else shown[:117] + "..."
-    return (f"Spark still has no free task slot {waited:g}s after cancelling {shown!r}: its "
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
+def unsettled_message(statement: str, waited: float) -> str:
+    return (f"Spark still has no free task slot {waited:g}s after cancelling "
+            f"{_shown(statement)!r}: its "
             f"tasks did not stop when cancelled (work inside one row is not interruptible, or "
             f"Spark started one of its jobs after the cancel, which no client call can stop). "
             f"Restart the Spark engine; until then its backlog would be counted as timeouts")
 
 
 def restarted_message(statement: str, waited: float) -> str:
-    shown = " ".join(statement.split())
-    shown = shown if len(shown) <= 120 else shown[:117] + "..."
-    return (f"Spark still had no free task slot {waited:g}s after cancelling {shown!r} (its "
+    return (f"Spark still had no free task slot {waited:g}s after cancelling "
+            f"{_shown(statement)!r} (its "
             f"tasks do not notice a cancel while busy inside one row), so polysql restarted the "
             f"Spark driver of this process")

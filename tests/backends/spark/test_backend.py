@@ -750,22 +750,29 @@ def test_a_connect_server_whose_tasks_never_free_is_unavailable(
         target.load(src)
     with spark_backend_class.connect(url) as evaluation:
         driver = sessions.driver_generation()
-        # The server's task tracker is out of this process's reach, so the cancel waits a while
-        # for the tasks to be inside their rows. On a loaded machine they may not be yet: then
-        # they stop at the cancel, the next statement runs, and the scene is set again, later.
-        for settling in (5, 15, 30):
+        # the same shape with rows of no weight: the server has planned and compiled it once
+        assert evaluation.execute(UNSTOPPABLE_QUERY.replace("25000", "2")).error is None
+        # The server's task tracker is out of this process's reach, so the cancel comes after a
+        # pause that should find the tasks inside their rows (seconds each). When it does not --
+        # the tasks stop at the cancel and the next statement runs, or the statement is already
+        # over -- the scene is set again with another pause.
+        busy = None
+        for pause in (4.0, 2.0, 6.0, 3.0):
             worker = threading.Thread(
                 target=lambda: evaluation.execute(UNSTOPPABLE_QUERY, timeout=120.0))
             worker.start()
-            time.sleep(settling)
-            assert evaluation.cancel()
-            worker.join(60)
+            time.sleep(pause)
+            cancelled = evaluation.cancel()
+            worker.join(120)
+            if not cancelled:
+                continue
             monkeypatch.setattr(settle, "SETTLE_WAIT_CONNECT", 0.5)
             busy = evaluation.execute("SELECT count(*) FROM `order items`", timeout=30.0)
             if busy.error is not None:
                 break
             monkeypatch.undo()
-        assert busy.error is not None and busy.error.kind == "unavailable", busy
+        assert busy is not None and busy.error is not None, busy
+        assert busy.error.kind == "unavailable", busy
         assert "no free task slot" in busy.error.message
         assert "aggregate(sequence" in busy.error.message
         assert sessions.driver_generation() == driver  # nothing of this process was restarted

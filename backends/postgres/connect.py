@@ -46,7 +46,9 @@ SESSION_OPTIONS = ("-c TimeZone=UTC -c DateStyle=ISO,MDY -c IntervalStyle=postgr
 # date cast to text. When one is set, the settings are set again once connected, and after every
 # DISCARD ALL (which returns a session to what its start-up packet said).
 _ENVIRONMENT_SETTINGS = {"PGTZ": "timezone", "PGDATESTYLE": "datestyle"}
-_OPTION = re.compile(r"(?:-c\s*|--)([A-Za-z_.]+)=(\S+)")
+# ``-c name=value`` or ``--name=value``; libpq's options escape a space in a value as ``\ ``.
+_OPTION = re.compile(r"(?:-c\s*|--)([A-Za-z_.]+)=((?:\\.|\S)+)")
+_ESCAPED = re.compile(r"\\(.)")
 # The settings to set again on each connection that needs it (none: the environment is quiet).
 _PINNED: weakref.WeakKeyDictionary[psycopg.Connection, tuple[tuple[str, str], ...]] = \
     weakref.WeakKeyDictionary()
@@ -125,7 +127,7 @@ def pinned_over_environment(options: str) -> tuple[tuple[str, str], ...]:
     chosen: dict[str, str] = {}
     for name, value in _OPTION.findall(options):  # the last one of a setting wins, as in libpq
         if name.lower() in overridden:
-            chosen[name.lower()] = value
+            chosen[name.lower()] = _ESCAPED.sub(r"\1", value)
     return tuple(chosen.items())
 
 

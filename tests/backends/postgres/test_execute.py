@@ -428,11 +428,12 @@ def test_the_users_environment_does_not_change_answers(loader, evaluation_url,
         first, second = backend.execute(SESSION_VIEW), backend.execute(SESSION_VIEW)
     assert first.rows == expected, first
     assert second.rows == expected, second
-    url = make_url(evaluation_url).update_query_dict({"options": "-c TimeZone=Asia/Tokyo"})
+    url = make_url(evaluation_url).update_query_dict(
+        {"options": "-c TimeZone=Asia/Tokyo -c DateStyle=ISO,\\ DMY"})  # libpq's escaped space
     with loader.evaluation(url.render_as_string(hide_password=False)) as backend:
-        zone = backend.execute("SELECT current_setting('TimeZone'), CAST(DATE '2021-03-02' "
-                               "AS text)")
-    assert zone.rows == [("Asia/Tokyo", "2021-03-02")], zone
+        zone = backend.execute("SELECT current_setting('TimeZone'), "
+                               "current_setting('DateStyle')")
+    assert zone.rows == [("Asia/Tokyo", "ISO, DMY")], zone
 
 
 def test_a_value_the_driver_cannot_read_is_the_statements_error(loader, evaluation_url) -> None:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from polysql.cli.main import main
+from polysql.cli.entry import run
 
-main()
+run()

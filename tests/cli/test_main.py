@@ -26,7 +26,7 @@ from polysql.datasets.base import Question
 
 CLI_DIR = Path(cli_package.__file__).parent
 #: modules of polysql/cli that hold no command
-NOT_COMMANDS = {"__init__", "__main__", "main", "console", "options"}
+NOT_COMMANDS = {"__init__", "__main__", "entry", "main", "console", "options"}
 
 
 def _command(*path: str) -> click.Command:

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import threading
 import warnings
+from pathlib import Path
 from typing import Any
 
 from polysql.backends.spark.connect_url import SparkTarget
@@ -120,6 +121,36 @@ def _same_master(running: str, wanted: str) -> bool:
     return running == wanted
 
 
+# The driver's own log configuration until the session is up (then setLogLevel takes over):
+# without one, Spark prints its default profile's banner and start-up warnings (the host name
+# resolving to loopback, no native Hadoop library) on stderr of every command that starts it.
+# Spark's own loggers get a level of their own, equal to the root's: a PySpark driver counts as a
+# shell, and Spark announces a shell's level whenever it differs from the root's.
+_LOG4J2_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+"""
+
+
+def _quiet_logging(scratch: Path) -> list[str]:
+    """The JVM option that starts the driver logging errors only; none when the user configures
+    Spark's logging (``SPARK_CONF_DIR`` holding a log4j2 file), which then stays theirs."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir and any(Path(conf_dir).glob("log4j2*")):
+        return []
+    config = scratch / "log4j2.properties"
+    if not config.exists() or config.read_text(encoding="utf-8") != _LOG4J2_PROPERTIES:
+        config.write_text(_LOG4J2_PROPERTIES, encoding="utf-8")
+    return [f"-Dlog4j2.configurationFile={config.as_uri()}"]
+
+
 def _start(target: SparkTarget) -> Any:
     sql = _import_pyspark()
     assert target.warehouse is not None
@@ -134,7 +165,8 @@ def _start(target: SparkTarget) -> Any:
         .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.sql.warehouse.dir", str(scratch / "spark-warehouse"))
         .config("spark.local.dir", str(scratch / "tmp"))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch / 'derby'}")
+        .config("spark.driver.extraJavaOptions", " ".join(
+            [f"-Dderby.system.home={scratch / 'derby'}", *_quiet_logging(scratch)]))
         .config("spark.sql.shuffle.partitions", str(target.partitions))
         .config("spark.sql.session.timeZone", "UTC")
     )

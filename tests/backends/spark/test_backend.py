@@ -282,6 +282,42 @@ def test_public_api_loads_and_connects(spark_backend_class: type, warehouse: Pat
         assert evaluation.execute("SELECT count(*) FROM `Ünïcode`").rows == [(1,)]
 
 
+FRESH_PROCESS_COUNT = (
+    "import json, sys\n"
+    "from polysql.backends.spark.backend import SparkBackend\n"
+    "with SparkBackend.connect(sys.argv[1]) as b:\n"
+    "    r = b.execute('SELECT count(*) FROM `order items`')\n"
+    "    print(json.dumps([r.rows, r.error and r.error.message]))\n")
+
+
+def test_starting_the_driver_prints_no_log_lines_unless_the_user_configures_them(
+        loaded: str, tmp_path: Path) -> None:
+    """Spark's default log profile prints a banner and start-up warnings on stderr of every
+    command that starts a driver; polysql's driver logs errors only. A log4j2 file in the user's
+    SPARK_CONF_DIR is theirs to keep."""
+    def run(**env: str) -> str:
+        done = subprocess.run([sys.executable, "-c", FRESH_PROCESS_COUNT, loaded],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, **env})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout.strip().splitlines()[-1]) == [[[2]], None]
+        return done.stderr
+
+    quiet = run()
+    for noise in ("log4j", "Setting default log level", " WARN ", " INFO "):
+        assert noise not in quiet, quiet
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "log4j2.properties").write_text(
+        "rootLogger.level = info\nrootLogger.appenderRef.console.ref = console\n"
+        "appender.console.type = Console\nappender.console.name = console\n"
+        "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = %p %c{1}: %m%n\n"
+        "logger.context.name = org.apache.spark.SparkContext\nlogger.context.level = info\n",
+        encoding="utf-8")
+    assert "INFO SparkContext: Running Spark version" in run(SPARK_CONF_DIR=str(conf))
+
+
 def test_load_needs_a_database(spark_backend_class: type, warehouse: Path, source: Path) -> None:
     with connect(f"sqlite:///{source}") as src, \
             spark_backend_class.connect(f"spark://local[2]?warehouse={warehouse}",
@@ -297,13 +333,7 @@ def test_unloaded_database_is_unavailable(spark_backend_class: type, warehouse: 
 
 def test_a_fresh_process_reads_the_loaded_warehouse(loaded: str) -> None:
     """The catalog lives in memory: another process must rebuild it from the warehouse."""
-    script = (
-        "import json, sys\n"
-        "from polysql.backends.spark.backend import SparkBackend\n"
-        "with SparkBackend.connect(sys.argv[1]) as b:\n"
-        "    r = b.execute('SELECT count(*) FROM `order items`')\n"
-        "    print(json.dumps([r.rows, r.error and r.error.message]))\n")
-    done = subprocess.run([sys.executable, "-c", script, loaded], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS_COUNT, loaded], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     rows, error = json.loads(done.stdout.strip().splitlines()[-1])

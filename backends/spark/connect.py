@@ -125,7 +125,10 @@ def _same_master(running: str, wanted: str) -> bool:
 # without one, Spark prints its default profile's banner and start-up warnings (the host name
 # resolving to loopback, no native Hadoop library) on stderr of every command that starts it.
 # Spark's own loggers get a level of their own, equal to the root's: a PySpark driver counts as a
-# shell, and Spark announces a shell's level whenever it differs from the root's.
+# shell, and Spark announces a shell's level whenever it differs from the root's. A task that
+# fails logs the statement's error with its whole JVM stack; evaluated SQL fails routinely (a
+# division by zero under ANSI) and the error is returned in the Result, so those two loggers keep
+# only fatal errors (sc.setLogLevel, called once the session is up, sets the root's alone).
 _LOG4J2_PROPERTIES = """\
 rootLogger.level = error
 rootLogger.appenderRef.console.ref = console
@@ -136,6 +139,10 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.spark.name = org.apache.spark
 logger.spark.level = error
+logger.task.name = org.apache.spark.executor.Executor
+logger.task.level = fatal
+logger.taskset.name = org.apache.spark.scheduler.TaskSetManager
+logger.taskset.level = fatal
 """
 
 

@@ -290,11 +290,19 @@ FRESH_PROCESS_COUNT = (
     "    print(json.dumps([r.rows, r.error and r.error.message]))\n")
 
 
+FRESH_PROCESS_FAILURE = (
+    "import sys\n"
+    "from polysql.backends.spark.backend import SparkBackend\n"
+    "with SparkBackend.connect(sys.argv[1]) as b:\n"
+    "    r = b.execute(\"SELECT if(x > 0, raise_error(concat('row ', x)), 0) FROM `order items`\")\n"
+    "    print(r.error and r.error.message)\n")
+
+
 def test_starting_the_driver_prints_no_log_lines_unless_the_user_configures_them(
         loaded: str, tmp_path: Path) -> None:
     """Spark's default log profile prints a banner and start-up warnings on stderr of every
-    command that starts a driver; polysql's driver logs errors only. A log4j2 file in the user's
-    SPARK_CONF_DIR is theirs to keep."""
+    command that starts a driver, and a failing task its whole JVM stack; polysql's driver logs
+    neither. A log4j2 file in the user's SPARK_CONF_DIR is theirs to keep."""
     def run(**env: str) -> str:
         done = subprocess.run([sys.executable, "-c", FRESH_PROCESS_COUNT, loaded],
                               capture_output=True, text=True, timeout=300,
@@ -306,6 +314,12 @@ def test_starting_the_driver_prints_no_log_lines_unless_the_user_configures_them
     quiet = run()
     for noise in ("log4j", "Setting default log level", " WARN ", " INFO "):
         assert noise not in quiet, quiet
+    # a statement failing inside its tasks: the error is the Result's, not a JVM stack on stderr
+    failing = subprocess.run([sys.executable, "-c", FRESH_PROCESS_FAILURE, loaded],
+                             capture_output=True, text=True, timeout=300)
+    assert failing.returncode == 0, failing.stderr[-2000:]
+    assert "row 1" in failing.stdout or "row 2" in failing.stdout, failing.stdout
+    assert "Exception" not in failing.stderr and "\tat " not in failing.stderr, failing.stderr
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "log4j2.properties").write_text(

@@ -154,7 +154,10 @@ def _quiet_logging(scratch: Path) -> list[str]:
         return []
     config = scratch / "log4j2.properties"
     if not config.exists() or config.read_text(encoding="utf-8") != _LOG4J2_PROPERTIES:
-        config.write_text(_LOG4J2_PROPERTIES, encoding="utf-8")
+        # renamed into place: a driver starting in another process never reads a half file
+        partial = scratch / f".log4j2.properties.{os.getpid()}.{threading.get_ident()}"
+        partial.write_text(_LOG4J2_PROPERTIES, encoding="utf-8")
+        os.replace(partial, config)
     return [f"-Dlog4j2.configurationFile={config.as_uri()}"]
 
 

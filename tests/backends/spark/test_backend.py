@@ -303,10 +303,12 @@ def test_starting_the_driver_prints_no_log_lines_unless_the_user_configures_them
     """Spark's default log profile prints a banner and start-up warnings on stderr of every
     command that starts a driver, and a failing task its whole JVM stack; polysql's driver logs
     neither. A log4j2 file in the user's SPARK_CONF_DIR is theirs to keep."""
+    # the machine's own Spark configuration, if any, is not the one under test
+    clean = {name: value for name, value in os.environ.items() if name != "SPARK_CONF_DIR"}
+
     def run(**env: str) -> str:
         done = subprocess.run([sys.executable, "-c", FRESH_PROCESS_COUNT, loaded],
-                              capture_output=True, text=True, timeout=300,
-                              env={**os.environ, **env})
+                              capture_output=True, text=True, timeout=300, env={**clean, **env})
         assert done.returncode == 0, done.stderr[-2000:]
         assert json.loads(done.stdout.strip().splitlines()[-1]) == [[[2]], None]
         return done.stderr
@@ -316,7 +318,7 @@ def test_starting_the_driver_prints_no_log_lines_unless_the_user_configures_them
         assert noise not in quiet, quiet
     # a statement failing inside its tasks: the error is the Result's, not a JVM stack on stderr
     failing = subprocess.run([sys.executable, "-c", FRESH_PROCESS_FAILURE, loaded],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=300, env=clean)
     assert failing.returncode == 0, failing.stderr[-2000:]
     assert "row 1" in failing.stdout or "row 2" in failing.stdout, failing.stdout
     assert "Exception" not in failing.stderr and "\tat " not in failing.stderr, failing.stderr
@@ -541,11 +543,18 @@ def test_ctrl_c_stops_the_statement_before_the_process_exits(loaded: str) -> Non
     assert time.monotonic() - started < 60
 
 
+# An executor names the thread of a task after the task while it runs (and renames it after).
+# Counted from the threads, since the status tracker's counts lag: a task's start reaches them
+# when the status store flushes, which can be a heartbeat (10 s) later, and a test waiting for
+# two running tasks then saw none until the statement was over.
+TASK_THREAD_PREFIX = "Executor task launch worker for task"
+
+
 def _running_tasks(backend: Any) -> int:
-    """Tasks still running on the driver's executor, including killed ones that run on (the
+    """Tasks still running in the driver's executor, including killed ones that run on (the
     stage of a cancelled job is no longer active; its tasks may be)."""
-    infos = backend.session.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
-    return sum(info.numRunningTasks() for info in infos)
+    threads = backend.session.sparkContext._jvm.java.lang.Thread.getAllStackTraces().keySet()
+    return sum(1 for thread in threads.toArray() if thread.getName().startswith(TASK_THREAD_PREFIX))
 
 
 def _wait_for_idle_executors(backend: Any) -> None:
@@ -602,9 +611,9 @@ url, query = sys.argv[1], sys.argv[2]
 stuck_on, other, third = polysql.connect(url), polysql.connect(url), polysql.connect(url)
 assert other.execute("SELECT 1").rows == [(1,)]
 
-def running():
-    tracker = stuck_on.session.sparkContext._jsc.sc().statusTracker()
-    return sum(info.numRunningTasks() for info in tracker.getExecutorInfos())
+def running():  # as _running_tasks in the test module
+    threads = stuck_on.session.sparkContext._jvm.java.lang.Thread.getAllStackTraces().keySet()
+    return sum(1 for t in threads.toArray() if t.getName().startswith(sys.argv[3]))
 
 out = {}
 worker = threading.Thread(target=lambda: out.setdefault("stuck", stuck_on.execute(query, timeout=120)))
@@ -633,7 +642,8 @@ def test_a_driver_whose_tasks_never_free_is_restarted(loaded: str) -> None:
     the next statement runs on the new driver instead of being refused, and a backend opened on
     the old driver carries on too. In a process of its own, as the restart ends the driver every
     other test of this process uses."""
-    done = subprocess.run([sys.executable, "-c", RESTART_SCRIPT, loaded, UNSTOPPABLE_QUERY],
+    done = subprocess.run([sys.executable, "-c", RESTART_SCRIPT, loaded, UNSTOPPABLE_QUERY,
+                           TASK_THREAD_PREFIX],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -148,8 +148,10 @@ logger.taskset.level = fatal
 
 def _quiet_logging(scratch: Path) -> list[str]:
     """The JVM option that starts the driver logging errors only; none when the user configures
-    Spark's logging (``SPARK_CONF_DIR`` holding a log4j2 file), which then stays theirs."""
-    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    Spark's logging (a log4j2 file where Spark looks for its configuration: ``SPARK_CONF_DIR``,
+    else ``SPARK_HOME/conf``), which then stays theirs."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
     if conf_dir and any(Path(conf_dir).glob("log4j2*")):
         return []
     config = scratch / "log4j2.properties"

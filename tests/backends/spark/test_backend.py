@@ -334,6 +334,30 @@ def test_starting_the_driver_prints_no_log_lines_unless_the_user_configures_them
     assert "INFO SparkContext: Running Spark version" in run(SPARK_CONF_DIR=str(conf))
 
 
+def test_a_log_configuration_where_spark_looks_for_one_is_left_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark reads its configuration from SPARK_CONF_DIR, else SPARK_HOME/conf: a log4j2 file
+    in either keeps polysql's own off the driver's command line."""
+    from polysql.backends.spark.connect import _quiet_logging
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    home = tmp_path / "spark-home"
+    (home / "conf").mkdir(parents=True)
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    (option,) = _quiet_logging(scratch)  # no log file in SPARK_HOME/conf yet
+    assert option == f"-Dlog4j2.configurationFile={(scratch / 'log4j2.properties').as_uri()}"
+    (home / "conf" / "log4j2.properties").write_text("rootLogger.level = info\n")
+    assert _quiet_logging(scratch) == []
+    own = tmp_path / "conf"
+    own.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(own))  # SPARK_CONF_DIR wins over SPARK_HOME
+    assert len(_quiet_logging(scratch)) == 1
+    (own / "log4j2.xml").write_text("<Configuration/>\n")
+    assert _quiet_logging(scratch) == []
+
+
 def test_load_needs_a_database(spark_backend_class: type, warehouse: Path, source: Path) -> None:
     with connect(f"sqlite:///{source}") as src, \
             spark_backend_class.connect(f"spark://local[2]?warehouse={warehouse}",

@@ -1,8 +1,10 @@
 """Create and fill the tables of a load source in one (staging) MySQL/MariaDB database.
 
-Per table: one pass over the source writes the rows to a spool file and gathers what sizes the
-columns (longest text, non-finite floats); then the table is created with its primary key and
-filled from the spool with one LOAD DATA LOCAL INFILE -- or, where the server refuses that, with
+Per table: one pass over the source gathers what sizes the columns (longest text, non-finite
+floats) and holds the rows in memory, or spools them to a file when they are too many
+(:mod:`.load_rows`); then the table is created with its primary key and filled with one LOAD
+DATA LOCAL INFILE -- from a pipe the held rows are rendered into as the server reads it
+(:mod:`.load_pipe`), or from the spool -- or, where the server refuses LOCAL INFILE, with
 multi-row INSERTs of a few megabytes each (:mod:`.load_infile`). SQLite does not enforce keys the
 way MySQL does (NULL keys; and under a case- or accent-insensitive collation 'a' and 'A' are one
 key), so when the rows violate the key the table is rebuilt without it and the report says why --
@@ -22,7 +24,9 @@ import pyarrow as pa
 import pymysql
 
 from polysql.backends.mysql.load_infile import Loading, load_file
-from polysql.backends.mysql.load_spool import InsertSpool, Spool, SpoolCancelled, spool_table
+from polysql.backends.mysql.load_pipe import PIPES, PipedRows
+from polysql.backends.mysql.load_rows import SpoolCancelled, TableRows
+from polysql.backends.mysql.load_spool import InsertSpool, Spool, spool_table
 from polysql.backends.mysql.setup import quote_ident
 from polysql.backends.mysql.types import MAX_KEY_BYTES, ColumnStats, Physical, physical_type
 from polysql.core.errors import LoadError
@@ -55,7 +59,7 @@ class TablePlan:
     primary_key: bool = False  # created with its primary key
     rows: int = 0
     # Integer columns on either side of a single-column foreign key: their values are kept as
-    # the table is spooled, so the load checks for orphans without asking the server.
+    # the table is read, so the load checks for orphans without asking the server.
     kept: set[str] = field(default_factory=set)
     key_values: dict[str, pa.ChunkedArray] = field(default_factory=dict)
     # Foreign key number -> the index built for its child columns after the fill
@@ -66,6 +70,9 @@ class TablePlan:
         return self.columns[column]
 
 
+# A table's rows on their way to the server: rendered into a pipe while the server reads it,
+# or spooled to a file first.
+TableData = PipedRows | Spool
 # What a lane runs on its connection once a table is filled: the coercions it implies.
 AfterFill = Callable[[pymysql.connections.Connection, TablePlan], list[Coercion]]
 
@@ -99,7 +106,7 @@ def _kind(table: Table, column: str) -> str | None:
 
 
 def _keep_integer_keys(child: TablePlan, fk: ForeignKey, parent: TablePlan) -> None:
-    """Mark a single-column integer foreign key's columns to keep while spooling: integers
+    """Mark a single-column integer foreign key's columns to keep while reading: integers
     compare the same in the server and in Arrow, whatever the collation."""
     ref_columns = referenced_columns(fk, parent.source)
     if len(fk.columns) != 1 or len(ref_columns) != 1:
@@ -162,13 +169,17 @@ def insert_rows(conn: pymysql.connections.Connection, database: str, plan: Table
 
 
 def fill_rows(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
-              spool: Spool) -> int:
-    """Fill the (empty) table from ``spool``; IntegrityError when the rows break its key."""
-    if isinstance(spool, InsertSpool):
-        return insert_rows(conn, database, plan, spool)
+              rows: TableData) -> int:
+    """Fill the (empty) table from ``rows``; IntegrityError when the rows break its key."""
+    if isinstance(rows, InsertSpool):
+        return insert_rows(conn, database, plan, rows)
     columns = [plan.target(c.name) for c in plan.source.columns]
-    return load_file(conn, table_ref(database, plan.name), columns,
-                     [c.type.kind for c in plan.source.columns], spool)
+    kinds = [c.type.kind for c in plan.source.columns]
+    ref = table_ref(database, plan.name)
+    if isinstance(rows, PipedRows):
+        with rows.feeding() as path:
+            return load_file(conn, ref, columns, kinds, path, rows.rows)
+    return load_file(conn, ref, columns, kinds, rows.path, rows.rows)
 
 
 def key_list_plain(plan: TablePlan, columns: tuple[str, ...]) -> str:
@@ -204,9 +215,9 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
     """Create and fill every table; the coercions their load implies, and those ``after_fill``
     reported, each in the plans' order.
 
-    Tables go largest first to up to ``lanes`` loader connections at once; each lane reads and
-    spools its next table, then has the server load it, so one lane's reading overlaps another's
-    loading and the server fills several tables on several cores. ``after_fill`` runs on the
+    Tables go largest first to up to ``lanes`` loader connections at once; each lane reads its
+    next table, then has the server load it, so one lane's reading overlaps another's loading
+    and the server fills several tables on several cores. ``after_fill`` runs on the
     lane's connection once its table is filled (indexes: built there, they overlap the other
     lanes' loads). Should one table fail (or the caller be interrupted), no lane starts another,
     the statements still running are killed on the server, and the first failure is raised.
@@ -223,12 +234,11 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
     def fill(conn: pymysql.connections.Connection, index: int) -> None:
         plan = plans[index]
         try:
-            spooled = spool_table(source, plan.source, infile=loading.infile,
-                                  cancelled=cancelled, keep=plan.kept, kept=plan.key_values)
+            stats, data = read_rows(source, plan, infile=loading.infile, cancelled=cancelled)
         except SpoolCancelled:
             return  # another lane failed; its error is the one raised
         try:
-            results[index] = copy_table(loading, conn, database, plan, spooled, collation)
+            results[index] = copy_table(loading, conn, database, plan, (stats, data), collation)
             afterwards[index] = after_fill(conn, plan) if after_fill is not None else []
         except pymysql.err.MySQLError as exc:
             if cancelled.is_set():
@@ -290,14 +300,32 @@ def _kill_running(loading: Loading, connections: list[pymysql.connections.Connec
             killer.close()
 
 
+def read_rows(source: Backend, plan: TablePlan, *, infile: bool,
+              cancelled: threading.Event | None = None) -> tuple[list[ColumnStats], TableData]:
+    """One pass over ``plan``'s source table: its column statistics, and its rows held for a
+    pipe when it fits in memory and LOAD DATA is used, else spooled. Its kept key values go
+    into the plan."""
+    rows = TableRows(source, plan.source, cancelled=cancelled, keep=plan.kept)
+    try:
+        data: TableData
+        if infile and PIPES and rows.hold():
+            data = PipedRows(rows.held, rows.kinds)
+        else:
+            data = spool_table(rows, infile=infile)
+        plan.key_values = rows.kept_values()
+    finally:
+        rows.close()
+    return rows.stats, data
+
+
 def copy_table(loading: Loading, conn: pymysql.connections.Connection, database: str,
-               plan: TablePlan, spooled: tuple[list[ColumnStats], Spool],
+               plan: TablePlan, read: tuple[list[ColumnStats], TableData],
                collation: str) -> list[Coercion]:
-    """Create and fill one table on ``conn`` from its spool (closed here); the coercions its
+    """Create and fill one table on ``conn`` from its rows (let go of here); the coercions its
     load implies."""
     table = plan.source
     coercions: list[Coercion] = []
-    stats, spool = spooled
+    stats, spool = read
     try:
         _create_and_fill(conn, database, plan, spool, stats, collation, coercions)
     finally:
@@ -309,7 +337,7 @@ def copy_table(loading: Loading, conn: pymysql.connections.Connection, database:
 
 
 def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
-                     spool: Spool, stats: list[ColumnStats], collation: str,
+                     spool: TableData, stats: list[ColumnStats], collation: str,
                      coercions: list[Coercion]) -> None:
     table = plan.source
     nullable = [c.nullable for c in table.columns]

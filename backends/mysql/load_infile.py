@@ -28,7 +28,6 @@ import pymysql
 
 from polysql.backends.mysql.connect import Login, open_connection
 from polysql.backends.mysql.load_infile_format import FORMAT_CLAUSE
-from polysql.backends.mysql.load_spool import InfileSpool
 from polysql.backends.mysql.setup import quote_ident
 from polysql.core.errors import LoadError
 from polysql.core.schema import Coercion
@@ -157,26 +156,27 @@ def load_data_sql(conn: pymysql.connections.Connection, table_ref: str, columns:
 
 
 def load_file(conn: pymysql.connections.Connection, table_ref: str, columns: list[str],
-              kinds: list[str], spool: InfileSpool) -> int:
-    """Fill the table from ``spool``; the rows stored, which are always all of them.
+              kinds: list[str], path: str, rows: int) -> int:
+    """Fill the table from the data file (or pipe) at ``path`` holding ``rows`` rows; the rows
+    stored, which are always all of them.
 
     Raises IntegrityError when rows break the key, LoadError when any value was changed on its
     way in.
     """
     with conn.cursor() as cur:
-        stored = cur.execute(load_data_sql(conn, table_ref, columns, kinds, spool.path))
+        stored = cur.execute(load_data_sql(conn, table_ref, columns, kinds, path))
         count = cur.warning_count
         warnings: list[tuple[str, int, str]] = []
         if count:
             cur.execute("SHOW WARNINGS")
             warnings = list(cur.fetchall())
-    if stored == spool.rows and not count:
+    if stored == rows and not count:
         return stored
     for _, code, message in warnings:
         if code in _KEY_WARNINGS:
             raise pymysql.err.IntegrityError(code, message)
     shown = "; ".join(f"{message} ({code})" for _, code, message in warnings[:_SHOWN_WARNINGS])
     raise LoadError(
-        f"LOAD DATA into {table_ref} stored {stored} of {spool.rows} rows with "
+        f"LOAD DATA into {table_ref} stored {stored} of {rows} rows with "
         f"{count} warning(s){': ' + shown if shown else ''}; polysql loads values "
         f"exactly or not at all")

@@ -1,8 +1,9 @@
-"""A table's rows read once from the source and kept on disk until the table is filled.
+"""A table's rows kept on disk until the table is filled: for tables too large to hold in memory
+(:mod:`.load_rows`), and for servers that refuse LOCAL INFILE.
 
-Rendering and sizing happen in the same single pass over the source: the table can only be
-created once the longest values are known, and reading the source twice costs more than
-writing the rendered rows to disk. A load that must retry without its key replays the file.
+The table can only be created once the longest values are known, and reading the source twice
+costs more than writing the rendered rows to disk. A load that must retry without its key
+replays the file.
 
 Two forms: the data file that ``LOAD DATA LOCAL INFILE`` reads (the fast path), and INSERT
 bodies for servers that refuse LOCAL INFILE.
@@ -14,23 +15,18 @@ import contextlib
 import os
 import struct
 import tempfile
-import threading
-from collections.abc import Collection, Iterator
-from typing import IO, TYPE_CHECKING
+from collections.abc import Iterator
+from typing import IO
 
 import pyarrow as pa
 
 from polysql.backends.mysql.load_infile_format import batch_lines
-from polysql.backends.mysql.types import ColumnStats, row_literals
-from polysql.core.schema import Table
-
-if TYPE_CHECKING:
-    from polysql.backends.base import Backend
+from polysql.backends.mysql.load_rows import TableRows
+from polysql.backends.mysql.types import row_literals
 
 # One INSERT statement's size: far below max_allowed_packet (16 MB by default on MariaDB, 64 MB
 # on MySQL 8) while large enough that per-statement overhead vanishes.
 MAX_STATEMENT_BYTES = 4 * 1024 * 1024
-_STATS_KINDS = frozenset({"text", "blob", "float"})
 _LENGTH = struct.Struct("<Q")
 
 
@@ -100,39 +96,14 @@ class InfileSpool:
 Spool = InsertSpool | InfileSpool
 
 
-class SpoolCancelled(Exception):
-    """The load no longer needs this spool (it failed while the spool was being written)."""
-
-
-def spool_table(source: Backend, table: Table, *, infile: bool,
-                cancelled: threading.Event | None = None, keep: Collection[str] = (),
-                kept: dict[str, pa.ChunkedArray] | None = None) -> tuple[list[ColumnStats], Spool]:
-    """One pass over ``table``: its column statistics and its rows in the chosen form; the
-    values of the columns named in ``keep`` go into ``kept`` on the way.
-
-    ``cancelled`` set (by another thread) stops the pass at the next batch.
-    """
-    kinds = [c.type.kind for c in table.columns]
-    stats = [ColumnStats() for _ in table.columns]
-    keeping = {i: c.name for i, c in enumerate(table.columns) if c.name in keep}
-    pieces: dict[str, list[pa.Array]] = {name: [] for name in keeping.values()}
+def spool_table(rows: TableRows, *, infile: bool) -> Spool:
+    """The rest of ``rows`` (those held, then those not yet read) written in the chosen form."""
     spool: Spool = InfileSpool() if infile else InsertSpool()
     try:
-        for batch in source.read_table(table):
-            if cancelled is not None and cancelled.is_set():
-                raise SpoolCancelled(table.name)
-            for index, kind in enumerate(kinds):
-                if kind in _STATS_KINDS:
-                    stats[index].update(batch.column(index), kind)
-            for index, name in keeping.items():
-                pieces[name].append(batch.column(index))
-            if batch.num_rows:
-                spool.add_batch(batch, kinds)
+        for batch in rows.rest():
+            spool.add_batch(batch, rows.kinds)
         spool.finish()
-        if kept is not None:
-            for name, arrays in pieces.items():
-                kept[name] = pa.chunked_array(arrays, type=None if arrays else pa.int64())
     except BaseException:
         spool.close()
         raise
-    return stats, spool
+    return spool

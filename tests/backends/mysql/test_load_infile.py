@@ -9,6 +9,7 @@ import random
 import struct
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,12 @@ import pytest
 from polysql_testkit import mysql_fixtures
 from sqlalchemy.engine import URL
 
-from polysql.backends.mysql import load_infile
+from polysql.backends.mysql import load_copy, load_infile, load_rows
 from polysql.backends.mysql.backend import MySQLBackend
 from polysql.backends.mysql.connect import login_from_url
+from polysql.backends.mysql.load_copy import scalar
 from polysql.backends.mysql.load_infile import Loading, load_file, loader_session
+from polysql.backends.mysql.load_pipe import PipedRows
 from polysql.backends.mysql.load_spool import InfileSpool
 from polysql.backends.sqlite.backend import SQLiteBackend
 from polysql.core.errors import LoadError
@@ -81,7 +84,13 @@ def _tricky_source(make_sqlite: Any) -> Any:
     return path, rows, floats
 
 
-def test_every_kind_of_value_arrives_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
+@pytest.mark.parametrize("form", ["pipe", "spool"])
+def test_every_kind_of_value_arrives_exactly(loader: fx.Loader, make_sqlite: Any,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             form: str) -> None:
+    """Through a pipe (tables held in memory) and through a spool file (larger tables)."""
+    if form == "spool":
+        monkeypatch.setattr(load_rows, "HOLD_BYTES", 0)
     path, rows, floats = _tricky_source(make_sqlite)
     url, report = loader(path)
     assert report.coercions == [] and report.tables == {"words": len(rows), "keyed": 1000}
@@ -167,41 +176,86 @@ def scratch(admin_url: URL) -> Iterator[tuple[Loading, str]]:
         admin.close()
 
 
-def _spool(columns: dict[str, pa.Array], kinds: list[str]) -> InfileSpool:
+@contextmanager
+def _data_file(columns: dict[str, pa.Array], kinds: list[str], form: str) -> Iterator[str]:
+    """The rows as LOAD DATA reads them: a spool file, or a pipe rendered while it is read."""
+    batch = pa.record_batch(list(columns.values()), names=list(columns))
+    if form == "pipe":
+        with PipedRows([batch], kinds).feeding() as path:
+            yield path
+        return
     spool = InfileSpool()
-    spool.add_batch(pa.record_batch(list(columns.values()), names=list(columns)), kinds)
-    spool.finish()
-    return spool
+    try:
+        spool.add_batch(batch, kinds)
+        spool.finish()
+        yield spool.path
+    finally:
+        spool.close()
 
 
-def test_a_value_the_server_changes_fails_the_load(scratch: tuple[Loading, str]) -> None:
+@pytest.mark.parametrize("form", ["spool", "pipe"])
+def test_a_value_the_server_changes_fails_the_load(scratch: tuple[Loading, str],
+                                                   form: str) -> None:
     loading, database = scratch
     with loading.conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{database}`.t (id BIGINT PRIMARY KEY, small TINYINT, "
                     f"day DATE)")
-    spool = _spool({"id": pa.array([1, 2]), "small": pa.array([5, 300]),
-                    "day": pa.array(["2024-01-01", "2024-13-45"])}, ["integer"] * 2 + ["date"])
-    try:
-        with pytest.raises(LoadError, match=r"stored 2 of 2 rows with 2 warning\(s\).*"
-                                            r"Out of range"):
-            load_file(loading.conn, f"`{database}`.t", ["id", "small", "day"],
-                      ["integer", "integer", "date"], spool)
-    finally:
-        spool.close()
+    columns = {"id": pa.array([1, 2]), "small": pa.array([5, 300]),
+               "day": pa.array(["2024-01-01", "2024-13-45"])}
+    kinds = ["integer"] * 2 + ["date"]
+    with _data_file(columns, kinds, form) as path, pytest.raises(
+            LoadError, match=r"stored 2 of 2 rows with 2 warning\(s\).*Out of range"):
+        load_file(loading.conn, f"`{database}`.t", ["id", "small", "day"],
+                  ["integer", "integer", "date"], path, 2)
 
 
-def test_rows_the_key_skips_are_an_integrity_error(scratch: tuple[Loading, str]) -> None:
+@pytest.mark.parametrize("form", ["spool", "pipe"])
+def test_rows_the_key_skips_are_an_integrity_error(scratch: tuple[Loading, str],
+                                                   form: str) -> None:
     loading, database = scratch
     with loading.conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{database}`.t (id BIGINT PRIMARY KEY, s TEXT)")
-    spool = _spool({"id": pa.array([1, 1, 2]), "s": pa.array(["a", "b", "c"])},
-                   ["integer", "text"])
-    try:
-        # LOCAL makes the server skip the duplicate with a warning; the loader makes it an error.
-        with pytest.raises(pymysql.err.IntegrityError, match="Duplicate entry"):
-            load_file(loading.conn, f"`{database}`.t", ["id", "s"], ["integer", "text"], spool)
-    finally:
-        spool.close()
+    columns = {"id": pa.array([1, 1, 2]), "s": pa.array(["a", "b", "c"])}
+    # LOCAL makes the server skip the duplicate with a warning; the loader makes it an error.
+    with _data_file(columns, ["integer", "text"], form) as path, pytest.raises(
+            pymysql.err.IntegrityError, match="Duplicate entry"):
+        load_file(loading.conn, f"`{database}`.t", ["id", "s"], ["integer", "text"], path, 3)
+
+
+@pytest.mark.parametrize("form", ["spool", "pipe"])
+def test_a_statement_that_never_reads_its_file_fails_at_once(scratch: tuple[Loading, str],
+                                                             form: str) -> None:
+    """The server refuses the statement before it asks for the data: its error is raised, and
+    nothing is left waiting for a reader."""
+    loading, database = scratch
+    columns = {"id": pa.array(range(200_000))}
+    with _data_file(columns, ["integer"], form) as path, pytest.raises(
+            pymysql.err.ProgrammingError, match="doesn't exist"):
+        load_file(loading.conn, f"`{database}`.missing", ["id"], ["integer"], path, 200_000)
+    assert scalar(loading.conn, "SELECT 1") == 1  # the connection is still in step
+
+
+def test_held_and_spooled_tables_load_alike(loader: fx.Loader, make_sqlite: Any,
+                                            admin_url: URL,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table too large to hold goes through a spool file; the copy is the same."""
+    path, rows, _ = _tricky_source(make_sqlite)
+    spooled: list[str] = []
+    spool_table = load_copy.spool_table
+
+    def spool_and_count(table_rows: Any, *, infile: bool) -> Any:
+        spooled.append(table_rows.table.name)
+        return spool_table(table_rows, infile=infile)
+
+    monkeypatch.setattr(load_copy, "spool_table", spool_and_count)
+    held_url, held = loader(path)
+    assert spooled == []
+    monkeypatch.setattr(load_rows, "HOLD_BYTES", 1_000)
+    spooled_url, from_spool = loader(path)
+    assert sorted(spooled) == ["keyed", "words"]
+    assert from_spool.tables == held.tables and from_spool.coercions == held.coercions == []
+    assert fx.checksum(admin_url, spooled_url.database) == fx.checksum(admin_url,
+                                                                      held_url.database)
 
 
 class MiscountedSource(SQLiteBackend):

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pymysql
 
 from polysql.backends.mysql.load_infile import Loading, load_file
-from polysql.backends.mysql.load_pipe import PIPES, PipedRows
+from polysql.backends.mysql.load_pipe import PipedRows, pipes_work
 from polysql.backends.mysql.load_rows import SpoolCancelled, TableRows
 from polysql.backends.mysql.load_spool import InsertSpool, Spool, spool_table
 from polysql.backends.mysql.setup import quote_ident
@@ -308,7 +308,7 @@ def read_rows(source: Backend, plan: TablePlan, *, infile: bool,
     rows = TableRows(source, plan.source, cancelled=cancelled, keep=plan.kept)
     try:
         data: TableData
-        if infile and PIPES and rows.hold():
+        if infile and pipes_work() and rows.hold():
             data = PipedRows(rows.held, rows.kinds)
         else:
             data = spool_table(rows, infile=infile)

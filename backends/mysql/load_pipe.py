@@ -9,12 +9,13 @@ overlap on two cores, and nothing is written to disk.
 
 PyMySQL sends a LOCAL INFILE by opening the file the server names and reading it to its end; a
 named pipe is read the same way, so no driver internals are involved. Named pipes are POSIX:
-elsewhere every table goes through a spool file.
+elsewhere (or where the temporary folder cannot hold one) every table goes through a spool file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -32,6 +33,25 @@ PIPES = hasattr(os, "mkfifo")
 _PIPE_BYTES = 1 << 20
 _DRAIN_BYTES = 1 << 16
 _DRAIN_WAIT = 0.005
+
+
+@functools.cache
+def pipes_work() -> bool:
+    """Whether named pipes can be made where temporary files go (not on Windows, nor on a file
+    system that refuses them); asked once per process."""
+    if not PIPES:
+        return False
+    try:
+        folder = tempfile.mkdtemp(prefix="polysql-mysql-")
+    except OSError:
+        return False  # the spool file will say what is wrong with the folder
+    try:
+        os.mkfifo(os.path.join(folder, "probe"), 0o600)
+    except OSError:
+        return False
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return True
 
 
 class PipedRows:

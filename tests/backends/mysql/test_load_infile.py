@@ -20,7 +20,7 @@ import pytest
 from polysql_testkit import mysql_fixtures
 from sqlalchemy.engine import URL
 
-from polysql.backends.mysql import load_copy, load_infile, load_rows
+from polysql.backends.mysql import load_copy, load_infile, load_pipe, load_rows
 from polysql.backends.mysql.backend import MySQLBackend
 from polysql.backends.mysql.connect import login_from_url
 from polysql.backends.mysql.load_copy import scalar
@@ -235,23 +235,38 @@ def test_a_statement_that_never_reads_its_file_fails_at_once(scratch: tuple[Load
     assert scalar(loading.conn, "SELECT 1") == 1  # the connection is still in step
 
 
-def test_held_and_spooled_tables_load_alike(loader: fx.Loader, make_sqlite: Any,
-                                            admin_url: URL,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """A table too large to hold goes through a spool file; the copy is the same."""
-    path, rows, _ = _tricky_source(make_sqlite)
-    spooled: list[str] = []
+@pytest.fixture
+def spooled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the tables the loads in a test spool to a file."""
+    names: list[str] = []
     spool_table = load_copy.spool_table
 
     def spool_and_count(table_rows: Any, *, infile: bool) -> Any:
-        spooled.append(table_rows.table.name)
+        names.append(table_rows.table.name)
         return spool_table(table_rows, infile=infile)
 
     monkeypatch.setattr(load_copy, "spool_table", spool_and_count)
+    return names
+
+
+@pytest.mark.parametrize("why", ["too large to hold", "no named pipes"])
+def test_held_and_spooled_tables_load_alike(loader: fx.Loader, make_sqlite: Any,
+                                            admin_url: URL, monkeypatch: pytest.MonkeyPatch,
+                                            spooled: list[str], why: str) -> None:
+    """A table too large to hold, or any table where named pipes cannot be made, goes through
+    a spool file; the copy is the same."""
+    path, rows, _ = _tricky_source(make_sqlite)
     held_url, held = loader(path)
     assert spooled == []
-    monkeypatch.setattr(load_rows, "HOLD_BYTES", 1_000)
-    spooled_url, from_spool = loader(path)
+    if why == "no named pipes":
+        monkeypatch.setattr(load_pipe, "PIPES", False)
+        load_pipe.pipes_work.cache_clear()
+    else:
+        monkeypatch.setattr(load_rows, "HOLD_BYTES", 1_000)
+    try:
+        spooled_url, from_spool = loader(path)
+    finally:
+        load_pipe.pipes_work.cache_clear()
     assert sorted(spooled) == ["keyed", "words"]
     assert from_spool.tables == held.tables and from_spool.coercions == held.coercions == []
     assert fx.checksum(admin_url, spooled_url.database) == fx.checksum(admin_url,

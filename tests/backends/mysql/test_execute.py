@@ -5,6 +5,7 @@ and hostile statements that must be refused or cut off without changing the eval
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -109,6 +110,9 @@ def test_connections_share_one_preferred_tls_context(admin_url: URL) -> None:
             pytest.skip("this PyMySQL makes no TLS context unless TLS options are given")
         assert second.ssl
         assert first.ctx is second.ctx
+        # It verifies nothing, as PyMySQL's own would not, so no certificate store is read.
+        assert first.ctx.verify_mode == ssl.CERT_NONE and not first.ctx.check_hostname
+        assert first.ctx.cert_store_stats()["x509_ca"] == 0
         for conn in (first, second):
             with conn.cursor() as cur:
                 cur.execute("SELECT 1")

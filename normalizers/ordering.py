@@ -19,6 +19,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
+from polysql.core.sqlglot_quiet import quietly
+
 #: rows the widened gold query returns beyond the original LIMIT, to reveal a cut tie group
 WIDEN_EXTRA_ROWS = 1000
 
@@ -54,7 +56,8 @@ def _parse_outermost(sql: str, dialect: str) -> exp.Query | None:
     mutate the tree (``widen_limit`` edits a copy).
     """
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        with quietly():
+            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except (ParseError, SqlglotError, ValueError):
         return None
     if not statements:

@@ -16,6 +16,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from polysql.core.sqlglot_quiet import quietly
+
 if TYPE_CHECKING:
     from sqlglot import exp
 
@@ -119,7 +121,8 @@ def screen(sql: str, dialect: str | None = None) -> str | None:
         if pattern.search(sql):
             return f"statement {why}"
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        with quietly():
+            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except SqlglotError:
         # Syntax the parser does not know is the engine's to judge -- unless the text begins
         # with the keyword of a statement that is not a query (DO ..., HANDLER ...): then it is

@@ -24,6 +24,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from polysql.core.sqlglot_quiet import quietly
+
 # Comments and quoted text, removed before the raw-text checks so words inside them never count.
 _LITERALS = re.compile(r"--[^\n]*|#[^\n]*|/\*.*?\*/|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"",
                        re.S)
@@ -74,7 +76,8 @@ def screen_bigquery(sql: str, *, project: str, dataset: str) -> str | None:
     if match:
         return f"statement contains {' '.join(match.group(0).split()[:2]).upper()}, which writes"
     try:
-        statements = [s for s in sqlglot.parse(sql, read="bigquery") if s is not None]
+        with quietly():
+            statements = [s for s in sqlglot.parse(sql, read="bigquery") if s is not None]
     except SqlglotError:
         return None  # BigQuery's dry run (real service) or the engine judges the syntax
     ctes = {cte.alias_or_name for s in statements for cte in s.find_all(exp.CTE)}

@@ -23,6 +23,7 @@ from sqlglot.errors import SqlglotError
 
 from polysql.backends._common.guard import FORBIDDEN_FUNCTIONS
 from polysql.backends._common.guard import screen as guard_screen
+from polysql.core.sqlglot_quiet import quietly
 
 DIALECT = "snowflake"
 # Leading keywords of statements that may run.
@@ -92,7 +93,8 @@ def _snowflake_hazard(root: exp.Expression) -> str | None:
 
 def _parse(sql: str) -> list[exp.Expression] | None:
     try:
-        return [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        with quietly():
+            return [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except SqlglotError:
         return None
 

@@ -17,6 +17,7 @@ from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer import optimize
 from sqlglot.tokens import Token, TokenType
 
+from polysql.core.sqlglot_quiet import quietly
 from polysql.normalizers.compare import compare
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ def canonical_sql(sql: str, dialect: str, schema: SchemaMapping | None) -> str |
     """The statement qualified and simplified by sqlglot's optimizer (which also orders
     commutative operands), rendered back as SQL; None when it does not parse or optimize."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        with quietly():
+            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
         if len(statements) != 1:
             return None
         tree: exp.Expression = statements[0]

@@ -36,6 +36,7 @@ from sqlglot.errors import SqlglotError
 
 from polysql.backends import catalog
 from polysql.core.errors import ConfigError
+from polysql.core.sqlglot_quiet import quietly
 
 # Failure codes (``Extraction.failure``).
 EMPTY_RESPONSE = "empty_response"
@@ -422,7 +423,8 @@ def _plausible_bare_sql(candidate: _Candidate, keyword: str, raw: str, dialect: 
 
 def _parses(sql: str, dialect: str | None) -> bool:
     try:
-        sqlglot.parse_one(sql, read=dialect)
+        with quietly():
+            sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return False
     except Exception:  # sqlglot may fail in other ways on odd input; that is still "not SQL"

@@ -57,6 +57,7 @@ from sqlglot.errors import SqlglotError
 from polysql.analysis.rewrite.model import MethodAnswer
 from polysql.backends import catalog
 from polysql.core.errors import ConfigError, LLMError, LLMUnavailableError
+from polysql.core.sqlglot_quiet import quietly
 from polysql.datasets.rewrite.cases import RewriteCase, split_statements
 from polysql.llm.client import LLMClient, ModelConfig, ResponseCache, load_model_configs
 from polysql.llm.extract import extract_sql
@@ -420,7 +421,8 @@ def schema_mapping(schema: str, dialect: str) -> tuple[dict[str, dict[str, str]]
         return {}, [schema]
     for statement in statements:
         try:
-            parsed = sqlglot.parse_one(statement, read=dialect)
+            with quietly():
+                parsed = sqlglot.parse_one(statement, read=dialect)
         except (SqlglotError, ValueError):
             skipped.append(statement)
             continue
@@ -445,7 +447,8 @@ def schema_mapping(schema: str, dialect: str) -> tuple[dict[str, dict[str, str]]
 def _one_query(sql: str, dialect: str) -> exp.Expression | str:
     """The single query ``sql`` holds, or why there is none."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        with quietly():
+            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except (SqlglotError, ValueError) as exc:
         return f"sqlglot cannot parse the input as {dialect}: {' '.join(str(exc).split())}"
     if len(statements) != 1:

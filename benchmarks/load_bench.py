@@ -22,8 +22,9 @@ interpreter start-up included -- and, in the same run, with the baselines:
   fallback (``polysql load`` with LOAD DATA switched off -- the multi-row INSERT path every load
   took before LOAD DATA, and the one a server with ``local_infile`` OFF still gets).
 
-It prints rows/second side by side with the ratios. A row-for-row checksum proves each polysql
-copy identical to the source.
+It prints rows/second side by side with the ratios, and the CPU-seconds behind each time (the
+loader's processes, and a server running on this machine). A row-for-row checksum proves each
+polysql copy identical to the source.
 
     python benchmarks/load_bench.py [--rows 1000000] [--rounds 1] [--pg-url URL] [--mysql-url URL]
                                     [--duckdb-python PATH]
@@ -41,6 +42,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -54,6 +56,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from cpu_time import children_cpu, server_cpu_reader
 from figures import Bar, draw_bars, figure_path
 
 import polysql
@@ -173,17 +176,26 @@ class Contender:
     before: Callable[[], None] | None = None
     best: float | None = None
     failed: bool = False
+    # CPU-seconds of the fastest run: the processes it started, and the target server's (None
+    # when the server is not on this machine)
+    client_cpu: float | None = None
+    server_cpu: float | None = None
 
 
-def race(contenders: list[Contender], rounds: int) -> None:
+def race(contenders: list[Contender], rounds: int,
+         servers: dict[str, Callable[[], float] | None]) -> None:
     """Run every contender once per round, in turn, keeping each one's fastest time: on a busy
-    machine noise only ever adds, and taking turns spreads it over all of them alike."""
+    machine noise only ever adds, and taking turns spreads it over all of them alike. The CPU
+    time of the fastest run is kept with it (``servers``: per target, a reading of its local
+    server's CPU-seconds)."""
     for _ in range(rounds):
         for contender in contenders:
             if contender.failed:
                 continue
             if contender.before is not None:
                 contender.before()
+            server = servers.get(contender.target)
+            client_before, server_before = children_cpu(), server() if server else 0.0
             started = time.perf_counter()
             try:
                 contender.action()
@@ -192,7 +204,10 @@ def race(contenders: list[Contender], rounds: int) -> None:
                 contender.failed, contender.best = True, None
                 continue
             elapsed = time.perf_counter() - started
-            contender.best = elapsed if contender.best is None else min(contender.best, elapsed)
+            if contender.best is None or elapsed < contender.best:
+                contender.best = elapsed
+                contender.client_cpu = children_cpu() - client_before
+                contender.server_cpu = server() - server_before if server else None
 
 
 def run_tool(cmd: list[str]) -> None:
@@ -394,7 +409,10 @@ def main() -> int:
         contenders.append(Contender(
             "MySQL/MariaDB", "sqlite3mysql", lambda: run_tool(cmd),
             lambda: server_admin(args.mysql_url, "DROP DATABASE IF EXISTS s2m_load_bench")))
-    race(contenders, max(1, args.rounds))
+    race(contenders, max(1, args.rounds), {
+        "PostgreSQL": server_cpu_reader(pg.host, ("postgres", "postmaster")),
+        "MySQL/MariaDB": server_cpu_reader(my.host, ("mariadbd", "mysqld")),
+        "DuckDB": None})  # in the loader's own process
 
     verdicts: dict[tuple[str, str], str] = {}  # (target, loader) -> whether its copy is identical
     for target, label, url, quote in (("PostgreSQL", "polysql load", pg_target, '"'),
@@ -418,21 +436,26 @@ def main() -> int:
     MySQLBackend.drop(my_target)
     drop_evaluation_database(pg, "polysql_load_bench")
 
-    print(f"\n{'target':<14} {'loader':<16} {'seconds':>8} {'rows/s':>11} {'ratio':>7}  copy")
+    print(f"\n{'target':<14} {'loader':<16} {'seconds':>8} {'rows/s':>11} {'ratio':>7} "
+          f"{'CPU s':>6} {'server':>7}  copy")
     for target in ("PostgreSQL", "DuckDB", "MySQL/MariaDB"):
         ours, *others = [c for c in contenders if c.target == target]
         print(f"{target:<14} {ours.label:<16} {_seconds(ours.best):>8} {_rate(total, ours.best):>11} "
-              f"{'':>7}  {verdicts.get((target, ours.label), '-')}")
+              f"{'':>7} {_cpu(ours.client_cpu):>6} {_cpu(ours.server_cpu):>7}  "
+              f"{verdicts.get((target, ours.label), '-')}")
         if target == "PostgreSQL" and not args.pgloader:
             others.append(Contender(target, "pgloader", lambda: None))
         for other in others:
             ratio = f"{other.best / ours.best:.2f}x" if ours.best and other.best else "-"
             print(f"{'':<14} {other.label:<16} {_seconds(other.best):>8} "
-                  f"{_rate(total, other.best):>11} {ratio:>7}  "
-                  f"{verdicts.get((target, other.label), '')}")
+                  f"{_rate(total, other.best):>11} {ratio:>7} {_cpu(other.client_cpu):>6} "
+                  f"{_cpu(other.server_cpu):>7}  {verdicts.get((target, other.label), '')}")
     print(f"\nbest of {max(1, args.rounds)} round(s); polysql load runs as its own process "
           f"(interpreter start-up included); ratio = baseline time / polysql time (above 1.00x: "
           f"polysql is faster); the LOAD DATA files were written before timing")
+    print(f"CPU s: CPU-seconds of the loader's processes; server: of the database server's, when "
+          f"it runs on this machine. On {os.cpu_count()} core(s) no load takes less wall time "
+          f"than their sum divided by the cores.")
     bars = []
     for target in ("PostgreSQL", "DuckDB", "MySQL/MariaDB"):
         ours, *others = [c for c in contenders if c.target == target]
@@ -454,6 +477,10 @@ def main() -> int:
 
 def _seconds(elapsed: float | None) -> str:
     return f"{elapsed:.2f}" if elapsed else "not run"
+
+
+def _cpu(seconds: float | None) -> str:
+    return f"{seconds:.2f}" if seconds is not None else "-"
 
 
 def _rate(rows: int, elapsed: float | None) -> str:

@@ -77,6 +77,13 @@ def test_load_bench_against_the_servers(tmp_path: Path) -> None:
     assert "polysql INSERTs" in output
     if shutil.which("mariadb") or shutil.which("mysql"):  # the LOAD DATA anchors need a client
         assert "LOAD DATA + keys" in output, output
+    # the CPU-seconds behind each time: the loader's, and a local server's
+    assert "CPU s" in output, output
+    mysql_line = next(line for line in output.splitlines() if line.startswith("MySQL/MariaDB"))
+    client, server = mysql_line.split()[-3:-1]
+    assert float(client) > 0, mysql_line
+    if make_url(mysql).host in ("127.0.0.1", "localhost"):
+        assert float(server) >= 0, mysql_line
     # and leaves none of its databases behind on the servers
     assert not set(_databases(pg, "SELECT datname FROM pg_database")) & BENCH_DATABASES
     assert not set(_databases(mysql, "SHOW DATABASES")) & BENCH_DATABASES
@@ -100,5 +107,35 @@ def _databases(url: str, sql: str) -> list[str]:
         with conn.cursor() as cursor:
             cursor.execute(sql)
             return [row[0] for row in cursor.fetchall()]
+    finally:
+        conn.close()
+
+
+def test_cpu_readings_count_children_and_a_local_server() -> None:
+    """The CPU columns of load_bench: a busy child's seconds are counted, and so are those a
+    query makes the local MariaDB/MySQL server spend (read from /proc)."""
+    mysql = _server("mysql", "POLYSQL_MYSQL_URL", "mysql://root@127.0.0.1:3306/")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from cpu_time import children_cpu, server_cpu_reader
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    before = children_cpu()
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    assert children_cpu() - before > 0.05
+    assert server_cpu_reader("db.example.com", ("mariadbd", "mysqld")) is None
+    parsed = make_url(mysql)
+    reading = server_cpu_reader(parsed.host, ("mariadbd", "mysqld"))
+    if reading is None:
+        return  # the server runs elsewhere (a container, another machine): nothing to read
+    import pymysql
+
+    conn = pymysql.connect(host=parsed.host, port=parsed.port or 3306, user=parsed.username,
+                           password=parsed.password or "")
+    try:
+        start = reading()
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT BENCHMARK(3000000, MD5('polysql'))")
+        assert reading() - start > 0.05
     finally:
         conn.close()

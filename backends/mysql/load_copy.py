@@ -25,7 +25,7 @@ import pymysql
 
 from polysql.backends.mysql.load_infile import Loading, load_file
 from polysql.backends.mysql.load_pipe import PipedRows, pipes_work
-from polysql.backends.mysql.load_rows import SpoolCancelled, TableRows
+from polysql.backends.mysql.load_rows import ReadCancelled, TableRows
 from polysql.backends.mysql.load_spool import InsertSpool, Spool, spool_table
 from polysql.backends.mysql.setup import quote_ident
 from polysql.backends.mysql.types import MAX_KEY_BYTES, ColumnStats, Physical, physical_type
@@ -235,7 +235,7 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
         plan = plans[index]
         try:
             stats, data = read_rows(source, plan, infile=loading.infile, cancelled=cancelled)
-        except SpoolCancelled:
+        except ReadCancelled:
             return  # another lane failed; its error is the one raised
         try:
             results[index] = copy_table(loading, conn, database, plan, (stats, data), collation)
@@ -325,11 +325,11 @@ def copy_table(loading: Loading, conn: pymysql.connections.Connection, database:
     load implies."""
     table = plan.source
     coercions: list[Coercion] = []
-    stats, spool = read
+    stats, data = read
     try:
-        _create_and_fill(conn, database, plan, spool, stats, collation, coercions)
+        _create_and_fill(conn, database, plan, data, stats, collation, coercions)
     finally:
-        spool.close()
+        data.close()
     if table.row_count is not None and plan.rows != table.row_count:
         raise LoadError(f"table {table.name!r}: the source reported {table.row_count} rows but "
                         f"{plan.rows} arrived")
@@ -337,7 +337,7 @@ def copy_table(loading: Loading, conn: pymysql.connections.Connection, database:
 
 
 def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
-                     spool: TableData, stats: list[ColumnStats], collation: str,
+                     data: TableData, stats: list[ColumnStats], collation: str,
                      coercions: list[Coercion]) -> None:
     table = plan.source
     nullable = [c.nullable for c in table.columns]
@@ -361,7 +361,7 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
         cur.execute(create_table_sql(database, plan, collation, nullable=nullable,
                                      with_primary_key=plan.primary_key))
     try:
-        plan.rows = fill_rows(conn, database, plan, spool)
+        plan.rows = fill_rows(conn, database, plan, data)
     except pymysql.err.IntegrityError as exc:
         if not plan.primary_key:
             raise LoadError(f"cannot load table {table.name!r}: {exc}") from exc
@@ -371,5 +371,5 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
             cur.execute(f"DROP TABLE {ref}")
             cur.execute(create_table_sql(database, plan, collation, nullable=nullable,
                                          with_primary_key=False))
-        plan.rows = fill_rows(conn, database, plan, spool)
+        plan.rows = fill_rows(conn, database, plan, data)
         coercions.append(_key_violations(conn, database, plan, collation))

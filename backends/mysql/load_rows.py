@@ -29,7 +29,7 @@ HOLD_BYTES = 256 * 1024 * 1024
 _STATS_KINDS = frozenset({"text", "blob", "float"})
 
 
-class SpoolCancelled(Exception):
+class ReadCancelled(Exception):
     """The load no longer needs this table's rows (it failed while they were being read)."""
 
 
@@ -90,7 +90,7 @@ class TableRows:
             return None
         while True:
             if self._cancelled is not None and self._cancelled.is_set():
-                raise SpoolCancelled(self.table.name)
+                raise ReadCancelled(self.table.name)
             batch = next(self._batches, None)
             if batch is None:
                 self._exhausted = True

@@ -5,8 +5,8 @@ The table can only be created once the longest values are known, and reading the
 costs more than writing the rendered rows to disk. A load that must retry without its key
 replays the file.
 
-Two forms: the data file that ``LOAD DATA LOCAL INFILE`` reads (the fast path), and INSERT
-bodies for servers that refuse LOCAL INFILE.
+Two forms: the data file that ``LOAD DATA LOCAL INFILE`` reads, and INSERT bodies for servers
+that refuse LOCAL INFILE.
 """
 
 from __future__ import annotations

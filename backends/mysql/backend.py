@@ -43,7 +43,12 @@ from polysql.backends.mysql.connect import (
 from polysql.backends.mysql.errors_routines import RoutineLookup
 from polysql.backends.mysql.execute import Backstop, Flavor, run_statement
 from polysql.backends.mysql.introspect import change_marker, introspect
-from polysql.backends.mysql.load import LoadSettings, drop_loaded_database, load_into_mysql
+from polysql.backends.mysql.load import (
+    LoadSettings,
+    drop_loaded_database,
+    load_failure,
+    load_into_mysql,
+)
 from polysql.backends.mysql.screen import screen_statement
 from polysql.backends.mysql.setup import (
     EvaluationLogin,
@@ -367,6 +372,8 @@ class MySQLBackend(Backend):
                                    fingerprint=fingerprint, replace=replace,
                                    engine_version=self.version(),
                                    target_name=self.url.render_as_string(hide_password=True))
+        except pymysql.err.MySQLError as exc:
+            raise load_failure(self.login, database, exc) from exc
         finally:
             self._reset_evaluation()
 

@@ -7,6 +7,8 @@ so both spellings are listed where they differ.
 
 from __future__ import annotations
 
+import pymysql
+
 from polysql.core.model import ErrorKind
 
 SYNTAX_CODES = frozenset({
@@ -69,6 +71,12 @@ UNAVAILABLE_CODES = frozenset({
 
 # Errors after which the connection cannot be trusted for the next statement.
 CONNECTION_LOST_CODES = frozenset({1053, 1152, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is gone (the server died or dropped it), rather
+    than that the statement failed."""
+    return isinstance(exc, pymysql.err.InterfaceError) or error_code(exc) in CONNECTION_LOST_CODES
 
 
 def error_code(exc: BaseException) -> int | None:

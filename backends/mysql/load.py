@@ -11,6 +11,7 @@ keeps two processes from loading the same database at once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ import pymysql
 from polysql.backends._common.lanes import load_lanes
 from polysql.backends._common.load_files import source_coercions, source_name
 from polysql.backends.mysql.connect import Login
+from polysql.backends.mysql.errors import connection_lost, error_code
 from polysql.backends.mysql.load_copy import TablePlan, copy_tables, plan_tables
 from polysql.backends.mysql.load_index import add_table_indexes
 from polysql.backends.mysql.load_infile import Loading, choose_fill, loader_session
@@ -43,7 +45,7 @@ from polysql.backends.mysql.setup import (
     resolve_collation,
     write_record,
 )
-from polysql.core.errors import LoadError
+from polysql.core.errors import EngineError, EngineUnavailableError, LoadError
 from polysql.core.naming import NameMode, check_mode
 from polysql.core.schema import Coercion, LoadReport
 
@@ -100,6 +102,7 @@ def load_into_mysql(login: Login, database: str, source: Backend, settings: Load
                 and record.reader_host == settings.reader_host):
             ensure_reader(conn, database, record.reader_user, record.reader_host,
                           record.reader_password)
+            _drop_leftovers(conn, database)
             return _skipped(record, origin)
         if record is None and existing and not replace:
             raise LoadError(
@@ -129,6 +132,30 @@ def load_into_mysql(login: Login, database: str, source: Backend, settings: Load
                                       _report_dict(report), user, settings.reader_host,
                                       password), engine_version)
         return report
+
+
+def load_failure(login: Login, database: str, exc: pymysql.err.MySQLError) -> EngineError:
+    """The error a load that the driver stopped raises: the server gone (a dead or restarted
+    server, a dropped connection) is an outage, anything else a failed load. Either way the
+    database keeps its previous copy: the new one was still in its staging database."""
+    code = error_code(exc)
+    said = exc.args[1] if len(exc.args) > 1 else str(exc) or type(exc).__name__
+    detail = f"error {code}: {said}" if code else said
+    if connection_lost(exc):
+        where = login.unix_socket or f"{login.host}:{login.port}"
+        return EngineUnavailableError(
+            f"MySQL/MariaDB at {where} stopped answering while database {database!r} was being "
+            f"loaded ({detail}); the database keeps its previous content, and the next load "
+            f"starts over")
+    return LoadError(f"loading database {database!r} into MySQL/MariaDB failed ({detail})")
+
+
+def _drop_leftovers(conn: pymysql.connections.Connection, database: str) -> None:
+    """The staging and old databases of a load that was cut off (the server went away before
+    it could drop them): a load that skips, as much as one that builds, removes them."""
+    with conn.cursor() as cur:
+        for prefix in (STAGE_PREFIX, OLD_PREFIX):
+            cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(auxiliary_name(prefix, database))}")
 
 
 def _report_dict(report: LoadReport) -> dict[str, Any]:
@@ -170,7 +197,9 @@ def _build_and_swap(conn: pymysql.connections.Connection, loading: Loading, data
         before_swap()
         _swap(conn, database, stage, [p.name for p in plans], collation)
     finally:
-        with conn.cursor() as cur:
+        # Never hiding the error that ended the build: a staging database left behind (the
+        # server went away) is removed by the next load.
+        with contextlib.suppress(pymysql.err.MySQLError), conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(stage)}")
     return {p.name: p.rows for p in plans}, coercions
 

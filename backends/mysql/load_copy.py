@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pymysql
 
+from polysql.backends.mysql.connect import quietly_close
+from polysql.backends.mysql.errors import connection_lost
 from polysql.backends.mysql.load_infile import Loading, load_file
 from polysql.backends.mysql.load_pipe import PipedRows, pipes_work
 from polysql.backends.mysql.load_rows import ReadCancelled, TableRows
@@ -243,6 +245,8 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
         except pymysql.err.MySQLError as exc:
             if cancelled.is_set():
                 return  # killed because another lane failed
+            if connection_lost(exc):
+                raise  # the server is gone, not the table at fault: the load says so
             raise LoadError(f"cannot load table {plan.source.name!r} into MySQL: "
                             f"{exc}") from exc
 
@@ -278,7 +282,7 @@ def copy_tables(loading: Loading, database: str, plans: list[TablePlan], source:
     finally:
         pool.shutdown(wait=True)
         for conn in connections[1:]:
-            conn.close()
+            quietly_close(conn)
     if not loading.infile:
         loading.inserted_rows += sum(plan.rows for plan in plans)
     return ([coercion for index in range(len(plans)) for coercion in results[index]],

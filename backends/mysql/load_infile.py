@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from polysql.backends.mysql.connect import Login, open_connection
+from polysql.backends.mysql.connect import Login, open_connection, quietly_close
 from polysql.backends.mysql.load_infile_format import FORMAT_CLAUSE
 from polysql.backends.mysql.setup import quote_ident
 from polysql.core.errors import LoadError
@@ -96,7 +96,7 @@ def loader_session(login: Login, admin: pymysql.connections.Connection) -> Itera
     try:
         yield Loading(conn, open_more)
     finally:
-        conn.close()
+        quietly_close(conn)
 
 
 def choose_fill(loading: Loading, database: str) -> None:
@@ -164,7 +164,15 @@ def load_file(conn: pymysql.connections.Connection, table_ref: str, columns: lis
     way in.
     """
     with conn.cursor() as cur:
-        stored = cur.execute(load_data_sql(conn, table_ref, columns, kinds, path))
+        try:
+            stored = cur.execute(load_data_sql(conn, table_ref, columns, kinds, path))
+        except AttributeError as exc:
+            if conn.open:
+                raise
+            # PyMySQL ends a LOCAL INFILE by writing to its socket, which it has already
+            # dropped when the server went away mid-file: that is a lost connection.
+            raise pymysql.err.OperationalError(
+                2013, "Lost connection to the server during LOAD DATA LOCAL INFILE") from exc
         count = cur.warning_count
         warnings: list[tuple[str, int, str]] = []
         if count:

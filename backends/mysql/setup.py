@@ -14,6 +14,7 @@ an administrator's session, a server-wide lock per database, and the in-progress
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from polysql.backends._common.readers import not_loaded, privileged_login_refusal
-from polysql.backends.mysql.connect import Login, open_connection
+from polysql.backends.mysql.connect import Login, open_connection, quietly_close
 from polysql.core.errors import ConfigError, EngineError, LoadError
 from polysql.core.schema import LoadReport
 
@@ -111,7 +112,7 @@ def admin_session(login: Login) -> Iterator[pymysql.connections.Connection]:
             cur.execute(f"SET SESSION lock_wait_timeout = {_SWAP_LOCK_WAIT}")
         yield conn
     finally:
-        conn.close()
+        quietly_close(conn)  # a server that died mid-build must not hide why the build failed
 
 
 @contextmanager
@@ -127,7 +128,9 @@ def load_lock(conn: pymysql.connections.Connection, database: str) -> Iterator[N
     try:
         yield
     finally:
-        with conn.cursor() as cur:
+        # A lock ends with its session: when the release fails, the connection is gone and
+        # the lock with it, and the error that ended the build is the one to raise.
+        with contextlib.suppress(pymysql.err.MySQLError), conn.cursor() as cur:
             cur.execute("SELECT RELEASE_LOCK(%s)", (name,))
 
 

@@ -27,7 +27,7 @@ from polysql.backends.mysql import load as load_module
 from polysql.backends.mysql import load_keys
 from polysql.backends.mysql.backend import MySQLBackend
 from polysql.backends.sqlite.backend import SQLiteBackend
-from polysql.core.errors import ConfigError, LoadError
+from polysql.core.errors import ConfigError, EngineUnavailableError, LoadError
 from polysql.core.schema import Table
 from polysql.engines.registry import connect
 
@@ -571,6 +571,67 @@ def test_failed_reload_leaves_the_old_database_intact(loader: fx.Loader, make_sq
     _, retried = loader(source, database=url.database)
     assert not retried.skipped and retried.fingerprint != first.fingerprint
     assert admin_rows(url, "SELECT count(*) FROM parent") == [(3,)]
+
+
+class ConnectionDroppingSource(SQLiteBackend):
+    """A real SQLite source that, as the load starts reading table ``child``, has the server
+    drop every connection opened since ``watch()`` (the load's own): what a server that dies
+    or restarts mid-load does to them."""
+
+    admin: URL
+    before: set[int] = set()
+
+    def watch(self, admin: URL) -> None:
+        self.admin = admin
+        self.before = set(self._root_connections())
+
+    def _root_connections(self) -> list[int]:
+        conn = fx.admin_connection(self.admin)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT id FROM information_schema.processlist "
+                            "WHERE user = 'root' AND id <> CONNECTION_ID()")
+                return [row[0] for row in cur.fetchall()]
+        finally:
+            conn.close()
+
+    def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        if table.name == "child":
+            conn = fx.admin_connection(self.admin)
+            try:
+                with conn.cursor() as cur:
+                    for thread in set(self._root_connections()) - self.before:
+                        with contextlib.suppress(pymysql.err.MySQLError):
+                            cur.execute(f"KILL CONNECTION {int(thread)}")
+            finally:
+                conn.close()
+        yield from super().read_table(table, batch_size=batch_size)
+
+
+def test_a_server_dropping_the_load_is_an_outage_and_keeps_the_old_copy(
+        loader: fx.Loader, make_sqlite: Any, admin_url: URL) -> None:
+    """Not an internal error from the driver, nor a cleanup failure hiding the cause: the
+    engine is reported unavailable (a sweep abandons it rather than scoring it), and the
+    previous copy is untouched."""
+    source = make_sqlite(KEYS)
+    url, first = loader(source)
+    before = fx.checksum(admin_url, url.database)
+    dropping: Any = ConnectionDroppingSource.connect(f"sqlite:///{source}")
+    try:
+        with connect(url, read_only=False) as target:
+            dropping.watch(admin_url)
+            with pytest.raises(EngineUnavailableError, match="stopped answering while "
+                                                             "database .* was being loaded"):
+                target.load(dropping, replace=True)
+    finally:
+        dropping.close()
+    assert fx.checksum(admin_url, url.database) == before
+    # The next load finds the copy current and skips, and removes what the cut-off one left.
+    _, again = loader(source, database=url.database)
+    from polysql.backends.mysql.load import STAGE_PREFIX, auxiliary_name
+
+    assert again.skipped and again.tables == first.tables
+    assert not fx.database_exists(admin_url, auxiliary_name(STAGE_PREFIX, url.database))
 
 
 def test_load_interrupted_after_the_swap_is_redone(loader: fx.Loader, make_sqlite: Any,

@@ -46,6 +46,7 @@ from polysql.backends.postgres.connect import (
     describe,
     open_connection,
 )
+from polysql.backends.postgres.errors import connection_lost, message_of
 from polysql.backends.postgres.execute import is_query, run_statement
 from polysql.backends.postgres.introspect import change_marker, read_tables
 from polysql.backends.postgres.load import load_into_postgres
@@ -60,7 +61,7 @@ from polysql.backends.postgres.setup import (
     loaded_reader,
 )
 from polysql.backends.postgres.types import MAX_IDENTIFIER_BYTES
-from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
+from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError, LoadError
 from polysql.core.model import Result
 from polysql.core.schema import LoadReport, Table
 from polysql.core.urls import parse_url
@@ -297,8 +298,25 @@ class PostgresBackend(Backend):
         :mod:`polysql.backends.postgres.load`."""
 
         with self._load_lock:
-            return load_into_postgres(self, source, fingerprint=fingerprint, replace=replace,
-                                      names=names)
+            try:
+                return load_into_postgres(self, source, fingerprint=fingerprint,
+                                          replace=replace, names=names)
+            except psycopg.Error as exc:
+                raise self._load_failure(exc) from exc
+
+    def _load_failure(self, exc: psycopg.Error) -> EngineError:
+        """The error a load the driver stopped raises: the server gone is an outage, anything
+        else a failed load. Either way the database keeps its previous copy (the new one was
+        still in its staging schema)."""
+        database = self.url.database
+        detail = " ".join(message_of(exc).split())  # libpq's own words run over lines
+        if connection_lost(exc):
+            where = f"{self.url.host or 'localhost'}:{self.url.port or 5432}"
+            return EngineUnavailableError(
+                f"PostgreSQL at {where} stopped answering while database {database!r} was being "
+                f"loaded ({detail}); the database keeps its previous content, and the next "
+                f"load starts over")
+        return LoadError(f"loading database {database!r} into PostgreSQL failed ({detail})")
 
     @classmethod
     def build_from_script(cls, target: URL, script: SetupScript, **options: Any) -> LoadReport:

@@ -61,6 +61,12 @@ def classify(exc: BaseException) -> tuple[ErrorKind, str | None]:
     return "runtime", None
 
 
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server or the connection is gone (shut down, crashed, the
+    socket closed), rather than that the statement failed."""
+    return classify(exc)[0] == "unavailable"
+
+
 def message_of(exc: BaseException) -> str:
     """The server's own words without the ``LINE n:`` excerpt, whose text and caret would point
     into the cursor declaration wrapped around the statement rather than at the statement."""

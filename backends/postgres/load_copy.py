@@ -22,6 +22,7 @@ import pyarrow.csv as pa_csv
 from psycopg import sql
 
 from polysql.backends._common.prefetch import prefetched
+from polysql.backends.postgres.errors import connection_lost
 from polysql.backends.postgres.types import check_identifier, copy_type, physical_type
 from polysql.core.errors import LoadError
 from polysql.core.naming import NameMode, plan_names
@@ -157,6 +158,8 @@ def _copy_one(conn: psycopg.Connection, schema: str, plan: TablePlan,
             # statistics for the planner, gathered here so tables are analysed in parallel too
             conn.execute(sql.SQL("ANALYZE {}").format(_qualified(schema, plan.name)))
     except psycopg.Error as exc:
+        if connection_lost(exc):
+            raise  # the server is gone, not the table at fault: the load says so
         raise LoadError(f"cannot load table {plan.source.name!r} into PostgreSQL: "
                         f"{str(exc).strip()}") from exc
     expected = plan.source.row_count
@@ -183,6 +186,8 @@ def create_tables(conn: psycopg.Connection, schema: str, plans: list[TablePlan])
             try:
                 create_table(conn, schema, plan)
             except psycopg.Error as exc:
+                if connection_lost(exc):
+                    raise
                 raise LoadError(f"cannot create table {plan.source.name!r} in PostgreSQL: "
                                 f"{str(exc).strip()}") from exc
 
@@ -240,11 +245,14 @@ def copy_tables(connect: Callable[[], psycopg.Connection], schema: str, plans: l
 # -- keys --------------------------------------------------------------------------------------
 
 def _try(conn: psycopg.Connection, statement: sql.Composable) -> psycopg.Error | None:
-    """Run ``statement`` in a savepoint; the error that undid it, if any."""
+    """Run ``statement`` in a savepoint; the error that undid it, if any (a lost connection
+    is raised: it says nothing about the statement)."""
     try:
         with conn.transaction():
             conn.execute(statement)
     except psycopg.Error as exc:
+        if connection_lost(exc):
+            raise
         return exc
     return None
 

@@ -227,8 +227,11 @@ class MetaStore:
         try:
             yield
         finally:
-            self.conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
-                              (_SCHEMA_LOCK + 1, database))
+            # A lock ends with its session: when the unlock fails, the connection is gone and
+            # the lock with it, and the error that ended the load is the one to raise.
+            with contextlib.suppress(psycopg.Error):
+                self.conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                                  (_SCHEMA_LOCK + 1, database))
 
 
 # What a login may do beyond reading, in the database it is connected to. Role attributes first,

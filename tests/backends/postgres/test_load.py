@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from polysql_testkit import engine_postgres, pg_fixtures
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from polysql.backends.sqlite.backend import SQLiteBackend
-from polysql.core.errors import LoadError
+from polysql.core.errors import EngineUnavailableError, LoadError
 from polysql.core.schema import Table
 from polysql.engines.registry import connect
 
@@ -258,6 +258,58 @@ def test_changed_source_reloads_atomically(loader, make_sqlite, admin_url) -> No
             ("first",), ("second",)]
     finally:
         reader_before.close()
+
+
+class _ConnectionDroppingSource(SQLiteBackend):
+    """A real SQLite source that, as the load starts reading table ``big``, has the server end
+    every client connection opened since ``watch()`` (the load's own): what a server that
+    shuts down or crashes mid-load does to them."""
+
+    admin: URL
+    before: set[int] = set()
+
+    def watch(self, admin: URL) -> None:
+        self.admin = admin
+        self.before = set(self._backends())
+
+    def _backends(self) -> list[int]:
+        with fx.admin_connection(self.admin, "postgres") as conn:
+            return [row[0] for row in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                "AND pid <> pg_backend_pid()")]
+
+    def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        if table.name == "big":
+            with fx.admin_connection(self.admin, "postgres") as conn:
+                for pid in set(self._backends()) - self.before:
+                    conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        yield from super().read_table(table, batch_size=batch_size)
+
+
+def test_a_server_dropping_the_load_is_an_outage_and_keeps_the_old_copy(
+        loader, make_sqlite, admin_url) -> None:
+    """Not an internal error from the driver, nor a cleanup failure hiding the cause: the
+    engine is reported unavailable (a sweep abandons it rather than scoring it), and the
+    previous copy is untouched."""
+    path = make_sqlite("dropped", """
+        CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT);
+        INSERT INTO item VALUES (1, 'first');
+        CREATE TABLE big (n INTEGER);
+        WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000)
+        INSERT INTO big SELECT i FROM r;""")
+    target_url, first = loader.load(path)
+    database = make_url(target_url).database
+    before = fx.checksum(admin_url, database)
+    with _ConnectionDroppingSource.connect(f"sqlite:///{path}") as dropping, \
+            loader.admin(target_url) as target:
+        dropping.watch(admin_url)
+        with pytest.raises(EngineUnavailableError,
+                           match="stopped answering while database .* was being loaded"):
+            target.load(dropping, replace=True)
+    assert fx.checksum(admin_url, database) == before
+    _, again = loader.load(path, database=database, replace=True)
+    assert not again.skipped and again.tables == first.tables
+    assert set(fx.schemas(admin_url, database)) == {"public", "polysql_fold"}
 
 
 def test_a_staging_schema_a_crash_left_behind_is_dropped_by_the_next_load(

@@ -583,25 +583,27 @@ class ConnectionDroppingSource(SQLiteBackend):
 
     def watch(self, admin: URL) -> None:
         self.admin = admin
-        self.before = set(self._root_connections())
-
-    def _root_connections(self) -> list[int]:
-        conn = fx.admin_connection(self.admin)
+        conn = fx.admin_connection(admin)
         try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT id FROM information_schema.processlist "
-                            "WHERE user = 'root' AND id <> CONNECTION_ID()")
-                return [row[0] for row in cur.fetchall()]
+            self.before = self._others(conn)
         finally:
             conn.close()
+
+    @staticmethod
+    def _others(conn: pymysql.connections.Connection) -> set[int]:
+        """The root connections other than ``conn`` itself."""
+        with conn.cursor() as cur:
+            cur.execute("SELECT id FROM information_schema.processlist "
+                        "WHERE user = 'root' AND id <> CONNECTION_ID()")
+            return {row[0] for row in cur.fetchall()}
 
     def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
         if table.name == "child":
             conn = fx.admin_connection(self.admin)
             try:
                 with conn.cursor() as cur:
-                    for thread in set(self._root_connections()) - self.before:
-                        with contextlib.suppress(pymysql.err.MySQLError):
+                    for thread in self._others(conn) - self.before:
+                        with contextlib.suppress(pymysql.err.MySQLError):  # ended meanwhile
                             cur.execute(f"KILL CONNECTION {int(thread)}")
             finally:
                 conn.close()

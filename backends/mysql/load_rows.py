@@ -12,6 +12,7 @@ already held onwards.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,6 @@ class TableRows:
         self.kinds = [c.type.kind for c in table.columns]
         self.stats = [ColumnStats() for _ in table.columns]
         self.held: list[pa.RecordBatch] = []
-        self.rows = 0  # rows read so far
         self._batches = iter(source.read_table(table))
         self._cancelled = cancelled
         self._keeping = {i: c.name for i, c in enumerate(table.columns) if c.name in keep}
@@ -66,8 +66,9 @@ class TableRows:
 
     def rest(self) -> Iterator[pa.RecordBatch]:
         """The held batches (let go of as they are handed out), then the ones not yet read."""
-        while self.held:
-            yield self.held.pop(0)
+        held, self.held = deque(self.held), []
+        while held:
+            yield held.popleft()
         while (batch := self._next()) is not None:
             yield batch
 
@@ -102,5 +103,4 @@ class TableRows:
                 self.stats[index].update(batch.column(index), kind)
         for index, name in self._keeping.items():
             self._pieces[name].append(batch.column(index))
-        self.rows += batch.num_rows
         return batch

@@ -212,6 +212,15 @@ def test_unchanged_source_is_skipped(loader, fidelity, fidelity_source, admin_ur
     assert fx.schemas(admin_url, database) == before  # nothing was rebuilt
 
 
+# One row in ``item``, a thousand in ``big``: the sources below act up on ``big``.
+ITEM_AND_BIG = """
+    CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT);
+    INSERT INTO item VALUES (1, 'first');
+    CREATE TABLE big (n INTEGER);
+    WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000)
+    INSERT INTO big SELECT i FROM r;"""
+
+
 class _FailingSource(SQLiteBackend):
     """A real SQLite source whose copy breaks down halfway through one table."""
 
@@ -223,12 +232,7 @@ class _FailingSource(SQLiteBackend):
 
 
 def test_changed_source_reloads_atomically(loader, make_sqlite, admin_url) -> None:
-    path = make_sqlite("reload", """
-        CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT);
-        INSERT INTO item VALUES (1, 'first');
-        CREATE TABLE big (n INTEGER);
-        WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000)
-        INSERT INTO big SELECT i FROM r;""")
+    path = make_sqlite("reload", ITEM_AND_BIG)
     target_url, first = loader.load(path)
     database = make_url(target_url).database
     reader_before = loader.evaluation(target_url)
@@ -294,12 +298,7 @@ def test_a_server_dropping_the_load_is_an_outage_and_keeps_the_old_copy(
     """Not an internal error from the driver, nor a cleanup failure hiding the cause: the
     engine is reported unavailable (a sweep abandons it rather than scoring it), and the
     previous copy is untouched."""
-    path = make_sqlite("dropped", """
-        CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT);
-        INSERT INTO item VALUES (1, 'first');
-        CREATE TABLE big (n INTEGER);
-        WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000)
-        INSERT INTO big SELECT i FROM r;""")
+    path = make_sqlite("dropped", ITEM_AND_BIG)
     target_url, first = loader.load(path)
     database = make_url(target_url).database
     before = fx.checksum(admin_url, database)

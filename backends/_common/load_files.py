@@ -1,4 +1,5 @@
-"""Idempotent, atomic loads into single-file engines (SQLite, DuckDB).
+"""Idempotent, atomic loads into single-file engines (SQLite, DuckDB), and what every loader
+shares: the source's name and coercions, and the error of a load the engine stopped.
 
 A load builds the whole database in a temporary file next to the target and renames it into place,
 so a crash never leaves a half-loaded target. What was loaded is recorded in a sidecar
@@ -18,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from polysql.core.errors import LoadError
+from polysql.core.errors import EngineError, EngineUnavailableError, LoadError
 from polysql.core.schema import Coercion, LoadReport
 from polysql.core.version import __version__
 
@@ -136,3 +137,17 @@ def source_coercions(source: Any) -> list[Coercion]:
 
 def source_name(source: Any) -> str:
     return source.url.render_as_string(hide_password=True)
+
+
+def load_stopped(engine: str, where: str, database: str, detail: str, *,
+                 lost: bool) -> EngineError:
+    """The error of a server load its driver stopped: the server gone (shut down, crashed, the
+    connection dropped) is an outage, which a sweep counts against the engine and not the
+    predictions; anything else is a failed load. Either way the database keeps its previous
+    copy, as server loads build the new one aside."""
+    if lost:
+        return EngineUnavailableError(
+            f"{engine} at {where} stopped answering while database {database!r} was being "
+            f"loaded ({detail}); the database keeps its previous content, and the next load "
+            f"starts over")
+    return LoadError(f"loading database {database!r} into {engine} failed ({detail})")

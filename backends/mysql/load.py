@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from polysql.backends._common.lanes import load_lanes
-from polysql.backends._common.load_files import source_coercions, source_name
+from polysql.backends._common.load_files import load_stopped, source_coercions, source_name
 from polysql.backends.mysql.connect import Login
 from polysql.backends.mysql.errors import connection_lost, error_code
 from polysql.backends.mysql.load_copy import TablePlan, copy_tables, plan_tables
@@ -45,7 +45,7 @@ from polysql.backends.mysql.setup import (
     resolve_collation,
     write_record,
 )
-from polysql.core.errors import EngineError, EngineUnavailableError, LoadError
+from polysql.core.errors import EngineError, LoadError
 from polysql.core.naming import NameMode, check_mode
 from polysql.core.schema import Coercion, LoadReport
 
@@ -140,14 +140,9 @@ def load_failure(login: Login, database: str, exc: pymysql.err.MySQLError) -> En
     database keeps its previous copy: the new one was still in its staging database."""
     code = error_code(exc)
     said = exc.args[1] if len(exc.args) > 1 else str(exc) or type(exc).__name__
-    detail = f"error {code}: {said}" if code else said
-    if connection_lost(exc):
-        where = login.unix_socket or f"{login.host}:{login.port}"
-        return EngineUnavailableError(
-            f"MySQL/MariaDB at {where} stopped answering while database {database!r} was being "
-            f"loaded ({detail}); the database keeps its previous content, and the next load "
-            f"starts over")
-    return LoadError(f"loading database {database!r} into MySQL/MariaDB failed ({detail})")
+    return load_stopped("MySQL/MariaDB", login.unix_socket or f"{login.host}:{login.port}",
+                        database, f"error {code}: {said}" if code else said,
+                        lost=connection_lost(exc))
 
 
 def _drop_leftovers(conn: pymysql.connections.Connection, database: str) -> None:

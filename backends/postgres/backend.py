@@ -27,6 +27,7 @@ from sqlalchemy.engine import URL
 
 from polysql.backends._common.cancel import Flights
 from polysql.backends._common.guard import screen
+from polysql.backends._common.load_files import load_stopped
 from polysql.backends._common.pool import ConnectionPool
 from polysql.backends._common.readers import not_loaded, privileged_login_refusal
 from polysql.backends._common.statement_text import refuse_text
@@ -61,7 +62,7 @@ from polysql.backends.postgres.setup import (
     loaded_reader,
 )
 from polysql.backends.postgres.types import MAX_IDENTIFIER_BYTES
-from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError, LoadError
+from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.core.model import Result
 from polysql.core.schema import LoadReport, Table
 from polysql.core.urls import parse_url
@@ -308,15 +309,9 @@ class PostgresBackend(Backend):
         """The error a load the driver stopped raises: the server gone is an outage, anything
         else a failed load. Either way the database keeps its previous copy (the new one was
         still in its staging schema)."""
-        database = self.url.database
-        detail = " ".join(message_of(exc).split())  # libpq's own words run over lines
-        if connection_lost(exc):
-            where = f"{self.url.host or 'localhost'}:{self.url.port or 5432}"
-            return EngineUnavailableError(
-                f"PostgreSQL at {where} stopped answering while database {database!r} was being "
-                f"loaded ({detail}); the database keeps its previous content, and the next "
-                f"load starts over")
-        return LoadError(f"loading database {database!r} into PostgreSQL failed ({detail})")
+        return load_stopped("PostgreSQL", f"{self.url.host or 'localhost'}:{self.url.port or 5432}",
+                            self.url.database or "", " ".join(message_of(exc).split()),
+                            lost=connection_lost(exc))
 
     @classmethod
     def build_from_script(cls, target: URL, script: SetupScript, **options: Any) -> LoadReport:

@@ -147,10 +147,15 @@ def load_failure(login: Login, database: str, exc: pymysql.err.MySQLError) -> En
 
 def _drop_leftovers(conn: pymysql.connections.Connection, database: str) -> None:
     """The staging and old databases of a load that was cut off (the server went away before
-    it could drop them): a load that skips, as much as one that builds, removes them."""
+    it could drop them): a load that skips, as much as one that builds, removes them. Looked
+    up first, so the usual skip runs no DDL (a DROP ... IF EXISTS is still written to the
+    binary log)."""
+    names = [auxiliary_name(prefix, database) for prefix in (STAGE_PREFIX, OLD_PREFIX)]
     with conn.cursor() as cur:
-        for prefix in (STAGE_PREFIX, OLD_PREFIX):
-            cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(auxiliary_name(prefix, database))}")
+        cur.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN "
+                    "(%s, %s)", names)
+        for (name,) in cur.fetchall():
+            cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)}")
 
 
 def _report_dict(report: LoadReport) -> dict[str, Any]:

@@ -628,12 +628,14 @@ def test_a_server_dropping_the_load_is_an_outage_and_keeps_the_old_copy(
     finally:
         dropping.close()
     assert fx.checksum(admin_url, url.database) == before
-    # The next load finds the copy current and skips, and removes what the cut-off one left.
-    _, again = loader(source, database=url.database)
     from polysql.backends.mysql.load import STAGE_PREFIX, auxiliary_name
 
+    stage = auxiliary_name(STAGE_PREFIX, url.database)
+    assert fx.database_exists(admin_url, stage)  # its connection was gone: it could not drop it
+    # The next load finds the copy current and skips, and removes what the cut-off one left.
+    _, again = loader(source, database=url.database)
     assert again.skipped and again.tables == first.tables
-    assert not fx.database_exists(admin_url, auxiliary_name(STAGE_PREFIX, url.database))
+    assert not fx.database_exists(admin_url, stage)
 
 
 def test_load_interrupted_after_the_swap_is_redone(loader: fx.Loader, make_sqlite: Any,

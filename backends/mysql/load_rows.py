@@ -24,8 +24,8 @@ from polysql.core.schema import Table
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
-# Rows held in memory per table (Arrow bytes). Two lanes fill at once, so a load holds at most
-# twice this beyond what the source itself keeps.
+# Rows held in memory per table (Arrow bytes). Each lane (one per core, up to four) holds one
+# table, so a load holds at most that many times this beyond what the source itself keeps.
 HOLD_BYTES = 256 * 1024 * 1024
 _STATS_KINDS = frozenset({"text", "blob", "float"})
 

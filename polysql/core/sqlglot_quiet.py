@@ -26,15 +26,13 @@ class _DuringPolysqlParse(logging.Filter):
         return not getattr(_state, "depth", 0)
 
 
-_FILTER = _DuringPolysqlParse()
+# Installed once; it drops nothing outside quietly().
+logging.getLogger("sqlglot").addFilter(_DuringPolysqlParse())
 
 
 @contextmanager
 def quietly() -> Iterator[None]:
     """Within the block, records of the ``sqlglot`` logger from this thread are dropped."""
-    logger = logging.getLogger("sqlglot")
-    if _FILTER not in logger.filters:
-        logger.addFilter(_FILTER)
     _state.depth = getattr(_state, "depth", 0) + 1
     try:
         yield

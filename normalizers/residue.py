@@ -34,6 +34,7 @@ from polysql.normalizers.side import EXACT_SCHEMES, PickedColumn, Side
 from polysql.normalizers.tolerance import pair_within_tolerance
 from polysql.normalizers.values import (
     EXACT_FLOAT_INT,
+    INTEGER_NOISE_RTOL,
     WRITTEN_RTOL,
     NoneType,
     Number,
@@ -98,10 +99,11 @@ def _float_numbers(side: Side, j: int, at: np.ndarray) -> _Numbers | None:
 
 
 def _written(approx: np.ndarray, exact: np.ndarray, approximate: bool) -> np.ndarray:
-    """What each number writes out in full (NaN: nothing). An integer writes out itself; beside
-    a 32-bit float (``approximate``) nothing else does."""
+    """What each number writes out in full (NaN: nothing). An integer writes out itself, but
+    beside a 32-bit float (``approximate``) nothing does: two integers compare exactly anyway,
+    and an integer against a 32-bit float within the relative tolerance."""
     if approximate:
-        return np.where(exact, approx, np.nan)
+        return np.full(approx.size, np.nan)
     return np.where(exact, approx, written_numbers(approx))
 
 
@@ -194,12 +196,18 @@ def _close(a: _Numbers, b: _Numbers, ia: np.ndarray, ib: np.ndarray,
             close = (x == y) | (finite & (np.abs(x - y) <= limit))
             if policy.short_numbers_exact:  # two numbers written out in full: see written_match
                 wx, wy = a.written[ia], b.written[ib]
-                integral = (wx == np.trunc(wx)) | (wy == np.trunc(wy))
+                integral_x, integral_y = wx == np.trunc(wx), wy == np.trunc(wy)
+                integral = integral_x | integral_y
                 written_limit = np.where(integral, policy.abs_tol, np.maximum(
                     WRITTEN_RTOL * np.maximum(np.abs(wx), np.abs(wy)), policy.abs_tol))
                 written_close = (wx == wy) | (np.abs(wx - wy) <= written_limit)
-                both_written = ~np.isnan(wx) & ~np.isnan(wy)
-                close = np.where(both_written, written_close, close)
+                long_x, long_y = np.isnan(wx), np.isnan(wy)
+                close = np.where(~long_x & ~long_y, written_close, close)
+                # an integer against a long number: only float noise apart (integer_against_long)
+                noise_limit = np.maximum(
+                    INTEGER_NOISE_RTOL * np.maximum(np.abs(x), np.abs(y)), policy.abs_tol)
+                noise_close = (x == y) | (finite & (np.abs(x - y) <= noise_limit))
+                close = np.where((integral_x & long_y) | (integral_y & long_x), noise_close, close)
         else:
             close = x == y
     both_exact = a.exact[ia] & b.exact[ib]

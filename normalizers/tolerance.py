@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import WRITTEN_RTOL, Number, written_number
+from polysql.normalizers.values import (
+    WRITTEN_RTOL,
+    Number,
+    integer_against_long,
+    written_number,
+)
 
 _NUMBER_SLOT = object()  # stands for "some number" in a row's signature
 
@@ -31,16 +36,21 @@ def values_match(a: Any, b: Any, policy: ComparePolicy) -> bool:
         if not policy.tolerant:
             return a.approx == b.approx
         if policy.short_numbers_exact:
-            # b's form only when a has one: most pairs in this pass hold a long number
-            written_a = written_form(a)
-            written_b = written_form(b) if written_a is not None else None
+            written_a, written_b = written_form(a), written_form(b)
             if written_a is not None and written_b is not None:
                 # both written out in full: a rounding or truncation apart is a different answer
                 return written_match(written_a, written_b, policy)
+            if (_integral(written_a) and not b.loose) or (_integral(written_b) and not a.loose):
+                # an integer against a long number (not a 32-bit float): only noise apart
+                return integer_against_long(a.approx, b.approx, policy)
         return math.isclose(a.approx, b.approx, rel_tol=policy.rel_tol, abs_tol=policy.abs_tol)
     if isinstance(a, Number) or isinstance(b, Number):
         return False
     return bool(a == b)
+
+
+def _integral(written: float | None) -> bool:
+    return written is not None and written == math.trunc(written)
 
 
 def written_match(a: float, b: float, policy: ComparePolicy) -> bool:

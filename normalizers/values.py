@@ -151,6 +151,12 @@ SHORT_DIGITS = 12
 #: in doubles (368231.326 against 368231.328). A rounding to fewer places (1e-6 and up) or a
 #: truncation to an integer (compared exactly) is still a different answer.
 WRITTEN_RTOL = 2.0**-23
+#: An integer against a number that is not written out in full (a long float, an exact numeric
+#: of many digits) may differ only by float noise, whatever the relative tolerance allows:
+#: 393599 (integer division, a cast, a ROUND to no places) against an AVG of 393599.2121039109
+#: is a truncation, not noise, although within 1e-5 of it. A sum of a million doubles strays
+#: from its exact value by about 1e-13 relative, ten million naively summed by 1e-9 at worst.
+INTEGER_NOISE_RTOL = 1e-9
 # Where round_significant decides shortness exactly: every power of ten it scales by, 10^0 to
 # 10^22, is exact in float64. Outside this range a number counts as not written out (tolerant).
 _SHORT_RANGE = (1e-11, 1e12)
@@ -310,7 +316,7 @@ def _float_array_keys(arr: np.ndarray, policy: ComparePolicy, nulls: np.ndarray 
     """Keys of a float64 array: integral values kept exactly (so 3.0 meets int 3 in the hash),
     and with ``short_numbers_exact`` numbers written out in full (see SHORT_DIGITS) and float
     noise around them keyed as those numbers; the others bucketed to the policy's significant
-    digits. ``nulls`` marks NULL rows, whose slots
+    digits (a bucket that is an integer moved off it, see :func:`off_integer`). ``nulls`` marks NULL rows, whose slots
     hold a NaN placeholder. Rounding is elementwise, so placeholders change no other key.
     ``floats``: ``arr`` holds the column's float values themselves, kept beside the keys."""
     source = arr
@@ -354,10 +360,41 @@ def _tolerant_float_block(arr: np.ndarray, policy: ComparePolicy) -> np.ndarray:
         bucketed, written, snapped = rounded_to(arr, policy.significant_digits,
                                                 SHORT_DIGITS, SNAP_DIGITS)
         forms = _written_forms(arr, written, snapped)
-        bucketed = np.where(np.isnan(forms), bucketed, forms)
+        long = np.isnan(forms)
+        # (rare below 1e5, where buckets are finer than 1; every one above)
+        at = np.flatnonzero(long & (bucketed == np.trunc(bucketed)))
+        if at.size:
+            moved = bucketed[at]
+            at, moved = at[np.abs(moved) < EXACT_FLOAT_INT], moved[np.abs(moved) < EXACT_FLOAT_INT]
+            bucketed[at] = off_integer(moved, policy.significant_digits)
+        bucketed = np.where(long, bucketed, forms)
     else:
         bucketed = round_significant(arr, policy.significant_digits)
     return np.where(integral, arr, bucketed)
+
+
+def off_integer(buckets: np.ndarray, digits: int) -> np.ndarray:
+    """Integral buckets of numbers not written out in full, moved off the integer: the key of
+    an integer is the integer itself, and the two differ beyond float noise (see
+    INTEGER_NOISE_RTOL; a bucket's own noise is left to the tolerance pass). Half a bucket
+    step, at most 0.5: every number of the bucket stays within the tolerance of its key, and
+    two buckets never share one."""
+    half = np.full(buckets.size, 0.5)
+    # from 10^(digits-1) up, a bucket step is 1 or more: half a step is 0.5 there
+    fine = np.flatnonzero(np.abs(buckets) < 10.0 ** (digits - 1))
+    if fine.size:
+        with np.errstate(divide="ignore"):
+            exponent = np.floor(np.log10(np.abs(buckets[fine])))
+        half[fine] = 10.0 ** (exponent - digits + 1) / 2
+    return buckets + np.copysign(half, buckets)
+
+
+def integer_against_long(a: float, b: float, policy: ComparePolicy) -> bool:
+    """An integer against a number not written out in full (see INTEGER_NOISE_RTOL)."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b
+    limit = max(INTEGER_NOISE_RTOL * max(abs(a), abs(b)), policy.abs_tol)
+    return abs(a - b) <= limit
 
 
 def _nan_key(policy: ComparePolicy) -> Hashable:

@@ -148,3 +148,55 @@ def test_noise_around_long_numbers_stays_in_the_hashed_pass() -> None:
     verdict = compare(Result(["i", "p", "r"], gold), Result(["i", "p", "r"], noisy))
     assert verdict.match
     assert verdict.details["tolerance_pairs"] < len(gold) // 200
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    (393599.2121039109, 393599),  # AVG against SUM / COUNT in integer division
+    (393599.2121039109, 393599.0),  # ...or ROUND(AVG(x)) as a double
+    (Decimal("393599.212103910933"), 393599),  # PostgreSQL's numeric AVG
+    (393599.2121039109, Decimal("393599")),
+    (-393599.2121039109, -393599),
+    (0.9999997123456789, 1),  # within 1e-5 below 1, too
+    (123456789.51234567, 123456790),  # ROUND half up, beyond the buckets' integer steps
+])
+def test_an_integer_against_a_long_number_differs_by_more_than_noise(gold: Any, pred: Any) -> None:
+    assert verdicts([(gold,)], [(pred,)]) in ([False], [False, False])
+    assert verdicts([(pred,)], [(gold,)]) in ([False], [False, False])
+    assert all(verdicts([(gold,)], [(pred,)], short_numbers_exact=False))
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    (123456789012.00002, 123456789012),  # a long sum's noise around an integer
+    (393599.00000000006, 393599),
+    (-5.000000000001, -5),  # noise grown past the snap by cancellation
+    (2**60 + 1, float(2**60)),  # beyond 2^53 a float is approximate
+    (3e-17, 0),  # absolute tolerance
+])
+def test_an_integer_against_noise_around_it_is_equal(gold: Any, pred: Any) -> None:
+    assert all(verdicts([(gold,)], [(pred,)]))
+    assert all(verdicts([(pred,)], [(gold,)]))
+
+
+def test_integers_against_long_numbers_in_every_pass() -> None:
+    """The hashed pass (an integer's key is itself, a long number's bucket is moved off the
+    integers), the vectorized residue pass (many rows) and the general one (a mixed column)."""
+    rng = random.Random(7)
+    # all within the relative tolerance of their integer part
+    averages = [(i, rng.randint(10**7, 10**9) / rng.choice((3, 7, 9, 11))) for i in range(3_000)]
+    averages = [(i, x) for i, x in averages if x != int(x)]
+    truncated = [(i, int(x)) for i, x in averages]
+    assert verdicts(averages, truncated) == [False, False]
+    noisy = [(i, x * (1 + 2.0**-52)) for i, x in averages]
+    assert all(verdicts(averages, noisy))  # long against long: the tolerance, as ever
+    whole = [(i, float(int(x))) for i, x in averages]  # the integers themselves, with noise
+    near = [(i, x * (1 + 1e-13)) for i, x in whole]
+    assert all(verdicts(whole, near))
+    mixed = [*averages, (-1, "text")]
+    assert not compare(Result(["i", "x"], mixed), Result(["i", "x"], [*truncated, (-1, "text")])).match
+    assert compare(Result(["i", "x"], mixed), Result(["i", "x"], [*noisy, (-1, "text")])).match
+
+
+def test_nested_integers_against_long_numbers() -> None:
+    gold = Result(["j"], [({"avg": 393599.2121039109},)])
+    assert not compare(gold, Result(["j"], [({"avg": 393599},)])).match
+    assert compare(gold, Result(["j"], [({"avg": 393599.21210391093},)])).match

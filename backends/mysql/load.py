@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from polysql.backends.base import Backend
 
 # 2: secondary indexes are carried; databases loaded without them are reloaded once.
-SETTINGS_FORMAT = 2
+# 3: a DATETIME declares only the fractional digits its values use (it was always 6).
+SETTINGS_FORMAT = 3
 STAGE_PREFIX = "polysql_stage_"
 OLD_PREFIX = "polysql_old_"
 _AUX_HASH_DIGITS = 16

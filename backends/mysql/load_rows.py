@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # Rows held in memory per table (Arrow bytes). Each lane (one per core, up to four) holds one
 # table, so a load holds at most that many times this beyond what the source itself keeps.
 HOLD_BYTES = 256 * 1024 * 1024
-_STATS_KINDS = frozenset({"text", "blob", "float"})
+_STATS_KINDS = frozenset({"text", "blob", "float", "timestamp"})
 
 
 class ReadCancelled(Exception):

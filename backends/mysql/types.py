@@ -25,8 +25,12 @@ MAX_DECIMAL_SCALE = 30
 # An empty keyed text column has no longest value to size it by.
 EMPTY_KEY_LENGTH = 255
 _TEXT_SIZES = ((65_535, "TEXT"), (16_777_215, "MEDIUMTEXT"))
-_FIXED = {"boolean": "BOOLEAN", "integer": "BIGINT", "float": "DOUBLE", "date": "DATE",
-          "timestamp": "DATETIME(6)"}
+_FIXED = {"boolean": "BOOLEAN", "integer": "BIGINT", "float": "DOUBLE", "date": "DATE"}
+# DATETIME keeps as many fractional digits as its column declares, and writes them all out when
+# the value becomes text (CAST(... AS CHAR), CONCAT): a copy declares only those its data uses,
+# as a database designed for these values would.
+_MOST_FRACTION_DIGITS = 6
+_MICROSECONDS = 1_000_000
 # Bytes an index entry takes for each fixed-width kind (for the 3072-byte key limit).
 _KEY_BYTES = {"boolean": 1, "integer": 8, "float": 8, "date": 3, "timestamp": 8}
 
@@ -38,6 +42,7 @@ class ColumnStats:
     max_chars: int = 0  # text: longest value in characters
     max_bytes: int = 0  # text/blob: longest value in bytes
     non_finite: int = 0  # float: NaN/Infinity values, which MySQL cannot store
+    fraction_digits: int = 0  # timestamp: most fractional-second digits a value needs
 
     def update(self, array: pa.Array, kind: str) -> None:
         if kind == "text":
@@ -48,6 +53,20 @@ class ColumnStats:
         elif kind == "float":
             finite = pc.is_finite(array)
             self.non_finite += int(pc.sum(pc.invert(finite)).as_py() or 0)
+        elif kind == "timestamp" and self.fraction_digits < _MOST_FRACTION_DIGITS:
+            self.fraction_digits = max(self.fraction_digits, _fraction_digits(array))
+
+
+def _fraction_digits(timestamps: pa.Array) -> int:
+    """Fractional-second digits the microsecond timestamps need (0 to 6)."""
+    micros = pc.fill_null(pc.cast(timestamps, pa.int64()), 0).to_numpy(zero_copy_only=False)
+    fractions = micros % _MICROSECONDS  # NumPy's remainder is never negative here
+    if not fractions.any():
+        return 0
+    for digits in range(1, _MOST_FRACTION_DIGITS):
+        if not (fractions % 10 ** (_MOST_FRACTION_DIGITS - digits)).any():
+            return digits
+    return _MOST_FRACTION_DIGITS
 
 
 def _max(lengths: pa.Array) -> int:
@@ -69,6 +88,9 @@ def physical_type(column_type: ColumnType, stats: ColumnStats, *, keyed: bool) -
     kind = column_type.kind
     if kind in _FIXED:
         return Physical(_FIXED[kind], True, _KEY_BYTES[kind])
+    if kind == "timestamp":
+        digits = stats.fraction_digits
+        return Physical(f"DATETIME({digits})" if digits else "DATETIME", True, _KEY_BYTES[kind])
     if kind == "decimal":
         return _decimal(column_type)
     if kind == "text":

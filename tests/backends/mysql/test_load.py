@@ -104,9 +104,34 @@ def test_values_round_trip_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
     types = column_types(url, "Measures")
     assert types["price"] == "decimal(10,2)" and types["wide"] == "decimal(30,10)"
     assert types["ratio"] == "double" and types["flag"] == "tinyint(1)"
-    assert types["day"] == "date" and types["seen"] == "datetime(6)"
+    assert types["day"] == "date" and types["seen"] == "datetime(6)"  # 123456 and 000001
     assert types["label"] == "text" and types["raw"] == "longblob"
     assert types["big"].startswith("bigint")
+
+
+STAMPS = """
+CREATE TABLE stamps (id INTEGER PRIMARY KEY, whole DATETIME, tenths DATETIME, micro DATETIME,
+                     never DATETIME);
+INSERT INTO stamps VALUES
+    (1, '2021-01-01 00:00:00', '2021-01-01 10:00:00.25', '1960-01-01 00:00:00.000120', NULL),
+    (2, '2021-03-04 05:06:07', '2021-01-01 10:00:00', '2021-01-01 10:00:00', NULL);
+"""
+
+
+def test_timestamps_declare_only_the_fractional_digits_their_values_use(
+        loader: fx.Loader, make_sqlite: Any) -> None:
+    """A DATETIME writes out every fractional digit it declares when it becomes text: declared
+    with six for whole seconds, the copy would answer CAST(... AS CHAR) or CONCAT with
+    '.000000' where a database made for these values (and the SQLite source) does not."""
+    url, _ = loader(make_sqlite(STAMPS))
+    types = column_types(url, "stamps")
+    assert [types[c] for c in ("whole", "tenths", "micro", "never")] == [
+        "datetime", "datetime(2)", "datetime(5)", "datetime"]
+    rows = admin_rows(url, "SELECT CAST(whole AS CHAR), CONCAT(tenths, ''), micro FROM stamps "
+                           "ORDER BY id")
+    assert rows == [("2021-01-01 00:00:00", "2021-01-01 10:00:00.25",
+                     dt.datetime(1960, 1, 1, 0, 0, 0, 120)),
+                    ("2021-03-04 05:06:07", "2021-01-01 10:00:00.00", dt.datetime(2021, 1, 1, 10))]
 
 
 def test_awkward_text_survives(loader: fx.Loader, make_sqlite: Any, tmp_path: Path) -> None:

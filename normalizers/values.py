@@ -316,9 +316,10 @@ def _float_array_keys(arr: np.ndarray, policy: ComparePolicy, nulls: np.ndarray 
     """Keys of a float64 array: integral values kept exactly (so 3.0 meets int 3 in the hash),
     and with ``short_numbers_exact`` numbers written out in full (see SHORT_DIGITS) and float
     noise around them keyed as those numbers; the others bucketed to the policy's significant
-    digits (a bucket that is an integer moved off it, see :func:`off_integer`). ``nulls`` marks NULL rows, whose slots
-    hold a NaN placeholder. Rounding is elementwise, so placeholders change no other key.
-    ``floats``: ``arr`` holds the column's float values themselves, kept beside the keys."""
+    digits (a bucket that is an integer moved off it, see :func:`off_integer`). ``nulls`` marks
+    NULL rows, whose slots hold a NaN placeholder. Rounding is elementwise, so placeholders
+    change no other key. ``floats``: ``arr`` holds the column's float values themselves, kept
+    beside the keys."""
     source = arr
     if policy.tolerant:
         arr = _tolerant_float_keys(arr, policy)
@@ -361,12 +362,11 @@ def _tolerant_float_block(arr: np.ndarray, policy: ComparePolicy) -> np.ndarray:
                                                 SHORT_DIGITS, SNAP_DIGITS)
         forms = _written_forms(arr, written, snapped)
         long = np.isnan(forms)
-        # (rare below 1e5, where buckets are finer than 1; every one above)
+        # rare where buckets are finer than 1, every one where they are not
         at = np.flatnonzero(long & (bucketed == np.trunc(bucketed)))
         if at.size:
-            moved = bucketed[at]
-            at, moved = at[np.abs(moved) < EXACT_FLOAT_INT], moved[np.abs(moved) < EXACT_FLOAT_INT]
-            bucketed[at] = off_integer(moved, policy.significant_digits)
+            at = at[np.abs(bucketed[at]) < EXACT_FLOAT_INT]
+            bucketed[at] = off_integer(bucketed[at], policy.significant_digits)
         bucketed = np.where(long, bucketed, forms)
     else:
         bucketed = round_significant(arr, policy.significant_digits)

@@ -95,7 +95,8 @@ class EngineInfo:
     #: comments its SQL has beyond ``--`` and ``/* */`` (empty-statement detection)
     comments: CommentSyntax = STANDARD_COMMENTS
     #: what an evaluation copy polysql builds on this engine holds beyond the source's tables
-    #: (PostgreSQL's fold schema), as a short tag ("" for nothing). Records and cached results
+    #: (PostgreSQL's fold schema), or a change in how it types them that answers can show
+    #: (MySQL's DATETIME digits), as a short tag ("" for neither). Records and cached results
     #: on built copies carry it, so a copy whose shape changed is evaluated again.
     copy_layout: str = ""
     #: how its values are decoded into Python, as a short tag, changed whenever a value starts

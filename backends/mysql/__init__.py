@@ -81,6 +81,9 @@ INFO = EngineInfo(
     comments=CommentSyntax(dash_needs_space=True, hash="always"),
     # a TIME within a day is a time of day (it was its text before)
     result_form="time of day",
+    # DATETIME columns declare the fractional digits their values use (always 6 before), which
+    # shows wherever a value becomes text
+    copy_layout="datetime digits as used",
 )
 
 __all__ = ["INFO", "MySQLBackend"]

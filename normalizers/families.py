@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from polysql.normalizers.policy import ComparePolicy
-from polysql.normalizers.values import off_integer, written_number
+from polysql.normalizers.values import off_integer_one, written_number
 
 # Type names (lowercased) of semi-structured columns, whose text holds JSON.
 _JSON_TYPE = re.compile(r"^(json|jsonb|variant|object|array|object\('json'\))$|^json\b")
@@ -126,10 +126,7 @@ class _Canonical:
         # top-level buckets are (see values.off_integer)
         digits = self.policy.significant_digits
         bucket = float(f"{value:.{digits}g}")
-        if self.policy.short_numbers_exact and bucket == math.trunc(bucket) \
-                and abs(bucket) < _EXACT_FLOAT_INT:
-            return float(off_integer(np.array([bucket]), digits)[0])
-        return bucket
+        return off_integer_one(bucket, digits) if self.policy.short_numbers_exact else bucket
 
     def nested(self, value: Any) -> Any:
         """A value inside a JSON document, array, struct or map."""

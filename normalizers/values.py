@@ -389,6 +389,13 @@ def off_integer(buckets: np.ndarray, digits: int) -> np.ndarray:
     return buckets + np.copysign(half, buckets)
 
 
+def off_integer_one(bucket: float, digits: int) -> float:
+    """:func:`off_integer` of one bucket, which is left as it is unless it is an integer."""
+    if abs(bucket) < EXACT_FLOAT_INT and bucket == math.trunc(bucket):
+        return float(off_integer(np.array([bucket]), digits)[0])
+    return bucket
+
+
 def integer_against_long(a: float, b: float, policy: ComparePolicy) -> bool:
     """An integer against a number not written out in full (see INTEGER_NOISE_RTOL)."""
     if not (math.isfinite(a) and math.isfinite(b)):

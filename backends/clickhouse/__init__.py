@@ -37,6 +37,7 @@ CREATE TABLE items (
     price Decimal(10, 2)
 ) ENGINE = MergeTree ORDER BY id;""",
     comments=CommentSyntax(hash="space_or_bang", double_slash=True),
+    copy_layout="datetime digits as used",
 )
 
 __all__ = ["INFO", "ClickHouseBackend"]

@@ -17,8 +17,8 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ import sqlglot
 import sqlglot.errors
 
 from polysql.backends._common.load_files import source_coercions, source_name, timed
+from polysql.backends._common.timestamps import MOST_FRACTION_DIGITS, FractionDigits
 from polysql.backends.clickhouse.connect_embedded import (
     MANIFEST,
     MANIFEST_FORMAT,
@@ -54,16 +55,60 @@ if TYPE_CHECKING:
 # column missing from the inserted batches must fail, not be filled with defaults.
 WRITER_SETTINGS = {"input_format_null_as_default": 0,
                    "input_format_arrow_allow_missing_columns": 0}
+# Rows are inserted into a table of this prefix first, until the timestamp digits are known.
+SCRATCH_PREFIX = "polysql_scratch_"
+# What a copy's layout promises beyond the manifest format: a copy without it is loaded again.
+# "datetime digits as used": a DateTime64 declares the fractional digits its values need.
+LAYOUT = "datetime digits as used"
 
 
 def _polysql_version() -> str:
     return __version__
 
 
-def table_spec(table: Table) -> TableSpec:
-    columns = tuple((c.name, clickhouse_type(c.type, nullable=c.nullable)) for c in table.columns)
+def table_spec(table: Table, fraction_digits: Mapping[int, int] | None = None) -> TableSpec:
+    """How ``table`` is declared, its timestamp columns (by position) with the fractional digits
+    in ``fraction_digits`` (six where it says nothing)."""
+    digits = fraction_digits or {}
+    columns = tuple((c.name, clickhouse_type(c.type, nullable=c.nullable,
+                                             fraction_digits=digits.get(i, MOST_FRACTION_DIGITS)))
+                    for i, c in enumerate(table.columns))
     return TableSpec(name=table.name, uuid=str(uuid.uuid4()), columns=columns,
                      order_by=tuple(table.primary_key), primary_key=tuple(table.primary_key))
+
+
+def scratch_spec(table: Table) -> tuple[TableSpec, FractionDigits]:
+    """The table the rows are first inserted into, under a name of its own, its timestamps with
+    six digits; and the measure of the digits they need, to update as the rows pass."""
+    spec = table_spec(table)
+    scratch = replace(spec, name=f"{SCRATCH_PREFIX}{spec.uuid.replace('-', '')}")
+    stamps = [i for i, c in enumerate(table.columns) if c.type.kind == "timestamp"]
+    return scratch, FractionDigits(stamps)
+
+
+def create_table_sql(database: str, spec: TableSpec, *, disk: str | None) -> str:
+    """CREATE TABLE for ``spec`` in ``database``; on a ``disk`` (embedded) with its UUID, so
+    that it can be attached again from its directory."""
+    uuid_clause = f" UUID '{spec.uuid}'" if disk else ""
+    return (f"CREATE TABLE {quote_ident(database)}.{quote_ident(spec.name)}{uuid_clause} "
+            f"({spec.columns_sql()}) {spec.engine_sql(disk=disk)}")
+
+
+def settle(run: Callable[[str], object], database: str, scratch: TableSpec, table: Table,
+           measured: FractionDigits, *, disk: str | None) -> TableSpec:
+    """The filled ``scratch`` table as ``table``: renamed when six timestamp digits are what its
+    values need, else copied into a table declaring only the digits they need (ClickHouse will
+    not change the type of a sorting-key column in place) and dropped."""
+    final = table_spec(table, measured.digits)
+    here, there = (f"{quote_ident(database)}.{quote_ident(name)}"
+                   for name in (scratch.name, final.name))
+    if final.columns == scratch.columns:
+        run(f"RENAME TABLE {here} TO {there}")
+        return replace(scratch, name=final.name)
+    run(create_table_sql(database, final, disk=disk))
+    run(f"INSERT INTO {there} SELECT * FROM {here}")
+    run(f"DROP TABLE {here} SYNC")
+    return final
 
 
 def index_notes(table: Table) -> list[Coercion]:
@@ -136,6 +181,14 @@ def _compact(conn: Any, database: str, spec: TableSpec, table_dir: Path) -> None
                 shutil.rmtree(entry)
 
 
+def _remove_empty_folders(store: Path) -> None:
+    """Drop the folders dropped scratch tables leave behind (``store/<uuid[:3]>``)."""
+    if store.is_dir():
+        for folder in store.iterdir():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
+
 def _view_select(sql: str, dialect: str) -> str:
     """The query of a ``CREATE VIEW name AS <query>`` statement, rendered for ClickHouse."""
     parsed = sqlglot.parse_one(sql, read=dialect)
@@ -187,17 +240,17 @@ def build_directory(engine: Engine, source: Backend, directory: Path, *, mode: N
         conn.query(f"CREATE DATABASE {quote_ident(database)} ENGINE = Atomic", "TabSeparated")
         try:
             for origin, table in zip(source_tables, tables, strict=True):
-                spec = table_spec(table)
-                target = f"{quote_ident(database)}.{quote_ident(spec.name)}"
+                scratch, measured = scratch_spec(table)
                 try:
-                    conn.query(f"CREATE TABLE {target} UUID '{spec.uuid}' "
-                               f"({spec.columns_sql()}) {spec.engine_sql(disk=disk)}",
-                               "TabSeparated")
-                    names = [name for name, _ in spec.columns]
+                    conn.query(create_table_sql(database, scratch, disk=disk), "TabSeparated")
+                    names = [name for name, _ in scratch.columns]
                     # rows are read by the source's names and inserted by position
-                    batches = (pa.RecordBatch.from_arrays(b.columns, names=names)
+                    batches = (measured.update(pa.RecordBatch.from_arrays(b.columns, names=names))
                                for b in source.read_table(origin))
-                    count = _insert(conn, target, batches)
+                    count = _insert(conn, f"{quote_ident(database)}.{quote_ident(scratch.name)}",
+                                    batches)
+                    spec = settle(lambda sql: conn.query(sql, "TabSeparated"), database, scratch,
+                                  table, measured, disk=disk)
                 except RuntimeError as exc:
                     raise LoadError(f"cannot load table {table.name!r} into ClickHouse: "
                                     f"{exc}") from exc
@@ -212,6 +265,7 @@ def build_directory(engine: Engine, source: Backend, directory: Path, *, mode: N
             for spec in specs:
                 _compact(conn, database, spec,
                          directory / "store" / spec.uuid[:3] / spec.uuid)
+            _remove_empty_folders(directory / "store")
         finally:
             # Tables still attached here are the failed load's: detach, never drop, then
             # remove the (then empty) staging database; the directory itself is discarded.
@@ -230,7 +284,8 @@ def build_directory(engine: Engine, source: Backend, directory: Path, *, mode: N
 
 def skipped_report(directory: Path, origin: str, fingerprint: str) -> LoadReport | None:
     manifest = read_manifest(directory)
-    if manifest is None or manifest.get("fingerprint") != fingerprint:
+    if manifest is None or manifest.get("fingerprint") != fingerprint \
+            or manifest.get("layout") != LAYOUT:
         return None
     return LoadReport(source=origin, target=str(manifest.get("target", directory)),
                       fingerprint=fingerprint, skipped=True,
@@ -268,6 +323,7 @@ def load_directory(engine: Engine, source: Backend, directory: Path, *, target_n
             layout = build_directory(engine, source, built, mode=mode, report=report)
             manifest = {
                 "format": MANIFEST_FORMAT,
+                "layout": LAYOUT,
                 "load_id": uuid.uuid4().hex,
                 "fingerprint": fingerprint,
                 "source": origin,

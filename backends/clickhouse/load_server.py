@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from polysql.backends._common.load_files import source_coercions, source_name, timed
-from polysql.backends.clickhouse.load import WRITER_SETTINGS, index_notes, table_spec
+from polysql.backends.clickhouse.load import (
+    WRITER_SETTINGS,
+    create_table_sql,
+    index_notes,
+    scratch_spec,
+    settle,
+)
 from polysql.backends.clickhouse.types import quote_ident, quote_string
 from polysql.core.errors import LoadError
 from polysql.core.naming import check_mode, rename_tables
@@ -29,7 +35,9 @@ if TYPE_CHECKING:
     from polysql.backends.clickhouse.connect_server import ServerSession
 
 META_DATABASE = "polysql_meta"
-LOAD_FORMAT = 1
+# 2: a DateTime64 declares the fractional digits its values need (it was always 6); databases
+# loaded before are loaded again.
+LOAD_FORMAT = 2
 _IN_PROGRESS = ""
 
 
@@ -103,18 +111,17 @@ def _build(session: ServerSession, source: Backend, database: str, mode: Any,
     notes: list[Coercion] = []
     try:
         for origin, table in zip(source_tables, tables, strict=True):
-            spec = table_spec(table)
-            target = f"{quote_ident(staging)}.{quote_ident(spec.name)}"
-            command(f"CREATE TABLE {target} ({spec.columns_sql()}) "
-                    f"{spec.engine_sql(disk=None)}")
+            scratch, measured = scratch_spec(table)
+            command(create_table_sql(staging, scratch, disk=None))
             count = 0
-            names = [name for name, _ in spec.columns]
+            names = [name for name, _ in scratch.columns]
             for batch in source.read_table(origin):
                 # rows are read by the source's names and inserted by position
-                renamed = pa.RecordBatch.from_arrays(batch.columns, names=names)
-                session.client.insert_arrow(spec.name, pa.Table.from_batches([renamed]),
+                renamed = measured.update(pa.RecordBatch.from_arrays(batch.columns, names=names))
+                session.client.insert_arrow(scratch.name, pa.Table.from_batches([renamed]),
                                             database=staging, settings=WRITER_SETTINGS)
                 count += batch.num_rows
+            spec = settle(command, staging, scratch, table, measured, disk=None)
             if table.row_count is not None and count != table.row_count:
                 raise LoadError(f"table {table.name!r}: the source reported "
                                 f"{table.row_count} rows but {count} arrived")

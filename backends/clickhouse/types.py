@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from polysql.backends._common.timestamps import MOST_FRACTION_DIGITS
 from polysql.core.schema import ColumnType
 
 # ClickHouse's widest Decimal.
@@ -20,10 +21,14 @@ def quote_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def clickhouse_type(column_type: ColumnType, *, nullable: bool) -> str:
+def clickhouse_type(column_type: ColumnType, *, nullable: bool,
+                    fraction_digits: int = MOST_FRACTION_DIGITS) -> str:
     """The ClickHouse type for a logical type. Blobs become ``String`` (ClickHouse strings are
-    byte strings); dates and timestamps the wide ``Date32``/``DateTime64(6)``."""
-    if column_type.kind == "decimal":
+    byte strings); dates and timestamps the wide ``Date32``/``DateTime64(p)``, ``p`` the
+    fractional-second digits the values need (``toString`` writes out all ``p``)."""
+    if column_type.kind == "timestamp":
+        base = f"DateTime64({fraction_digits})"
+    elif column_type.kind == "decimal":
         precision = min(column_type.precision or 18, MAX_DECIMAL_PRECISION)
         base = f"Decimal({precision}, {min(column_type.scale or 0, precision)})"
     else:
@@ -34,7 +39,6 @@ def clickhouse_type(column_type: ColumnType, *, nullable: bool) -> str:
             "text": "String",
             "blob": "String",
             "date": "Date32",
-            "timestamp": "DateTime64(6)",
         }[column_type.kind]
     return f"Nullable({base})" if nullable else base
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from polysql.backends._common.timestamps import MOST_FRACTION_DIGITS, fraction_digits
 from polysql.core.schema import ColumnType
 
 # InnoDB (DYNAMIC/COMPRESSED rows, the default on MySQL 8 and MariaDB 10.3+) indexes at most
@@ -26,11 +27,6 @@ MAX_DECIMAL_SCALE = 30
 EMPTY_KEY_LENGTH = 255
 _TEXT_SIZES = ((65_535, "TEXT"), (16_777_215, "MEDIUMTEXT"))
 _FIXED = {"boolean": "BOOLEAN", "integer": "BIGINT", "float": "DOUBLE", "date": "DATE"}
-# DATETIME keeps as many fractional digits as its column declares, and writes them all out when
-# the value becomes text (CAST(... AS CHAR), CONCAT): a copy declares only those its data uses,
-# as a database designed for these values would.
-_MOST_FRACTION_DIGITS = 6
-_MICROSECONDS = 1_000_000
 # Bytes an index entry takes for each fixed-width kind (for the 3072-byte key limit).
 _KEY_BYTES = {"boolean": 1, "integer": 8, "float": 8, "date": 3, "timestamp": 8}
 
@@ -53,20 +49,9 @@ class ColumnStats:
         elif kind == "float":
             finite = pc.is_finite(array)
             self.non_finite += int(pc.sum(pc.invert(finite)).as_py() or 0)
-        elif kind == "timestamp" and self.fraction_digits < _MOST_FRACTION_DIGITS:
-            self.fraction_digits = max(self.fraction_digits, _fraction_digits(array))
-
-
-def _fraction_digits(timestamps: pa.Array) -> int:
-    """Fractional-second digits the microsecond timestamps need (0 to 6)."""
-    micros = pc.fill_null(pc.cast(timestamps, pa.int64()), 0).to_numpy(zero_copy_only=False)
-    fractions = micros % _MICROSECONDS  # NumPy's remainder is never negative here
-    if not fractions.any():
-        return 0
-    for digits in range(1, _MOST_FRACTION_DIGITS):
-        if not (fractions % 10 ** (_MOST_FRACTION_DIGITS - digits)).any():
-            return digits
-    return _MOST_FRACTION_DIGITS
+        elif kind == "timestamp" and self.fraction_digits < MOST_FRACTION_DIGITS:
+            # DATETIME writes out every declared digit when a value becomes text (_common.timestamps)
+            self.fraction_digits = max(self.fraction_digits, fraction_digits(array))
 
 
 def _max(lengths: pa.Array) -> int:

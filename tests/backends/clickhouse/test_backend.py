@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -189,6 +190,56 @@ def test_many_rows_arrive_in_one_part(tmp_path: Path) -> None:
     (table_dir,) = (directory / "store").glob("*/*")
     assert sorted(p.name == "detached" for p in table_dir.iterdir() if p.is_dir()) == [False,
                                                                                         True]
+
+
+def test_timestamps_declare_only_the_fractional_digits_their_values_use(tmp_path: Path) -> None:
+    """toString writes out every digit a DateTime64 declares: a copy declared with six turned the
+    source's '2021-03-01 10:15:00' into '2021-03-01 10:15:00.000000'. The first column is the
+    sorting key, whose type ClickHouse will not change in place."""
+    source = build_sqlite(tmp_path / "s.sqlite", """
+        CREATE TABLE "stamps" ("at" DATETIME NOT NULL PRIMARY KEY, "tenths" DATETIME,
+                               "early" DATETIME, "nothing" DATETIME);
+        CREATE TABLE "full" ("id" INTEGER PRIMARY KEY, "at" DATETIME);
+        """, {"stamps": [("2021-03-01 10:15:00", "2021-03-01 10:15:00.5",
+                          "1969-12-31 23:59:59.000120", None),
+                         ("2021-03-02 00:00:00", "2021-03-02 00:00:00.25", None, None)],
+              "full": [(1, "2021-03-01 10:15:00.123456")]})
+    directory = tmp_path / "db"
+    load(source, directory)
+    with polysql.connect(f"clickhouse:///{directory}") as backend:
+        result = backend.execute("SELECT toString(at), toString(tenths), toString(early), "
+                                 "toString(nothing), at, early FROM stamps ORDER BY at")
+        assert result.ok, result.error
+        assert result.rows == [
+            ("2021-03-01 10:15:00", "2021-03-01 10:15:00.50", "1969-12-31 23:59:59.00012", None,
+             dt.datetime(2021, 3, 1, 10, 15), dt.datetime(1969, 12, 31, 23, 59, 59, 120)),
+            ("2021-03-02 00:00:00", "2021-03-02 00:00:00.25", None, None,
+             dt.datetime(2021, 3, 2), None)]
+        types = backend.execute("SELECT at, tenths, early, nothing FROM stamps").types
+        assert types == ["DateTime64(0)", "Nullable(DateTime64(2))", "Nullable(DateTime64(5))",
+                         "Nullable(DateTime64(0))"]
+        full = backend.execute("SELECT toString(at) FROM full")
+        assert full.rows == [("2021-03-01 10:15:00.123456",)]
+        assert full.types == ["Nullable(String)"]
+        assert sorted(t.name for t in backend.tables()) == ["full", "stamps"]
+    # the scratch tables the rows first went into left nothing behind
+    assert all(any(folder.iterdir()) for folder in (directory / "store").iterdir())
+    assert len(list((directory / "store").glob("*/*"))) == 2
+
+
+def test_copy_loaded_with_six_digit_timestamps_is_loaded_again(tmp_path: Path) -> None:
+    source = build_sqlite(tmp_path / "s.sqlite", 'CREATE TABLE "t" ("at" DATETIME);',
+                          {"t": [("2021-03-01 10:15:00",)]})
+    directory = tmp_path / "db"
+    load(source, directory)
+    assert load(source, directory).skipped
+    manifest = directory / "polysql.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    del data["layout"]  # as copies were written before timestamps were narrowed
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    again = load(source, directory)
+    assert not again.skipped and again.tables == {"t": 1}
+    assert load(source, directory).skipped
 
 
 # -- values and types ----------------------------------------------------------------------

@@ -48,6 +48,8 @@ class Cell:
     ci_low: float | None = None  # None while total is 0
     ci_high: float | None = None
     pending: int = 0  # planned records of this cell not written yet
+    # verdicts on results cut at the row cap, where the rows cut off could change them
+    cut: int = 0
 
     @property
     def accuracy(self) -> float | None:
@@ -74,6 +76,7 @@ def _add(cell: Cell, record: dict[str, Any]) -> None:
         return
     cell.total += 1
     cell.correct += int(status == "match")
+    cell.cut += int(bool((record.get("details") or {}).get("rests_on_cut_rows")))
     if status == "exec_error":
         error = (record.get("pred") or {}).get("error") or {}
         cell.error_kinds[error.get("kind", "unknown")] += 1
@@ -102,6 +105,10 @@ class Summary:
     def invalid_gold(self) -> int:
         return sum(c.invalid_gold for c in self.cells)
 
+    @property
+    def cut(self) -> int:
+        return sum(c.cut for c in self.cells)
+
     def cell(self, predictor: str, engine: str) -> Cell:
         for c in self.cells:
             if c.predictor == predictor and c.engine == engine:
@@ -114,6 +121,7 @@ class Summary:
             "pending": self.pending,
             "records": self.records,
             "invalid_gold": self.invalid_gold,
+            "cut": self.cut,
             "datasets": self.datasets,
             "questions": self.questions,
             "cells": [c.to_dict() for c in self.cells],

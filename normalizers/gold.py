@@ -117,6 +117,61 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
     return verdict
 
 
+# How much higher the row cap is when a verdict rested on rows the first cap cut off.
+ROW_CAP_GROWTH = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A verdict with the evidence it was reached on (re-runs under a higher row cap, if any)."""
+
+    verdict: Verdict
+    gold: GoldRuns
+    pred: Result
+
+
+def rests_on_cut_rows(gold: Result, pred: Result, *, set_semantics: bool) -> bool:
+    """Whether rows the row cap cut off could change the verdict of ``pred`` against ``gold``.
+
+    Both cut: the engines kept rows of their own choosing (without an ORDER BY, any rows), so
+    equal prefixes say nothing of the rest and unequal ones may be the same answer. One cut: as
+    bags the cut side has more rows than the other has in all, so they differ whatever the rest
+    holds; as sets its rows beyond the cap may all repeat ones already seen.
+    """
+    if not (gold.ok and pred.ok):
+        return False
+    if gold.truncated and pred.truncated:
+        return True
+    return set_semantics and (gold.truncated or pred.truncated)
+
+
+def judge_within_row_cap(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None,
+                         rerun: Callable[[int], tuple[Callable[[str], Result], Result]] | None,
+                         row_cap: int, *, ordered: bool | None = None,
+                         **policy: Any) -> Judged:
+    """:func:`judge`, and when the verdict rests on rows the row cap cut off
+    (:func:`rests_on_cut_rows`), judged again on the gold and the prediction re-run under a cap
+    :data:`ROW_CAP_GROWTH` times higher. ``rerun(cap)`` gives the gold's ``run`` under ``cap``
+    and the prediction's result under it. A verdict that still rests on cut rows says so in its
+    reason and has ``details["rests_on_cut_rows"]``; ``details["row_cap"]`` is the cap of
+    the re-runs it was reached on, when there were some."""
+    options = {key: value for key, value in policy.items() if key != "policy"}
+    as_sets = resolve_policy(policy.get("policy"), options).set_semantics
+    judged = Judged(judge(gold, pred, run, ordered=ordered, **policy), gold, pred)
+    if rerun is not None and rests_on_cut_rows(gold.result, pred, set_semantics=as_sets):
+        higher = row_cap * ROW_CAP_GROWTH
+        run_higher, pred_higher = rerun(higher)
+        gold_higher = run_gold(gold.sql, gold.dialect, run_higher)
+        # a re-run that failed (over the time limit, say) leaves the verdict on what was seen
+        if gold_higher.result.ok and pred_higher.ok:
+            again = judge(gold_higher, pred_higher, run_higher, ordered=ordered, **policy)
+            again.details["row_cap"] = higher
+            judged = Judged(again, gold_higher, pred_higher)
+    if rests_on_cut_rows(judged.gold.result, judged.pred, set_semantics=as_sets):
+        judged.verdict.details["rests_on_cut_rows"] = True
+    return judged
+
+
 def _with_nulls_elsewhere(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None, *,
                           ordered: bool | None, **policy: Any) -> Verdict | None:
     """The match of ``pred`` with the gold under another NULL convention, or None."""

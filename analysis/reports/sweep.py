@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.analysis.summary import Cell, Summary
+from polysql.normalizers.gold import ROW_CAP_GROWTH
 from polysql.normalizers.policy import changed_options, options_text
 
 SUMMARY_JSON = "summary.json"
@@ -68,6 +69,17 @@ def policy_note(run_info: dict[str, Any] | None) -> str | None:
         return None
     return (f"Comparison policy changed from the contract's defaults: {changed}; these accuracies "
             "compare only with runs under the same policy.")
+
+
+def cut_note(summary: Summary, run_info: dict[str, Any] | None) -> str | None:
+    """What the verdicts on results cut at the row cap mean, in one sentence (None for none)."""
+    if not summary.cut:
+        return None
+    cap = ((run_info or {}).get("settings") or {}).get("max_rows")
+    at = f" of {cap:,} rows" if isinstance(cap, int) else ""
+    return (f"{summary.cut} verdict(s) compared results cut at the row cap{at}, even after a "
+            f"re-run under a cap {ROW_CAP_GROWTH} times higher ('cut at cap'): the rows cut off "
+            "could change them; raise --max-rows to judge them in full.")
 
 
 def banner_text(summary: Summary, status: str, notes: Sequence[str] = ()) -> str | None:
@@ -129,6 +141,9 @@ def markdown(summary: Summary, run_info: dict[str, Any] | None = None,
         changed = policy_note(run_info)
         if changed:
             lines.append(f"**{changed}**")
+    cut = cut_note(summary, run_info)
+    if cut:
+        lines.append(f"**{cut}**")
     lines += ["", "Accuracy = matches / all questions whose gold ran; failures to generate or",
               "execute count as wrong. Questions whose gold failed (invalid gold) and pending",
               f"work are in no denominator; {NO_VALUE} means nothing was left to count. 95% Wilson "
@@ -207,9 +222,9 @@ def html_report(summary: Summary, *, status: str | None = None, notes: Sequence[
     banner = banner_text(summary, status, notes)
     banner_html = (f'<p class="incomplete" role="alert"><strong>{html.escape(banner)}</strong></p>'
                    if banner else "")
-    changed = policy_note(run_info)
-    if changed:
-        banner_html += f"<p><strong>{html.escape(changed)}</strong></p>"
+    for note in (policy_note(run_info), cut_note(summary, run_info)):
+        if note:
+            banner_html += f"<p><strong>{html.escape(note)}</strong></p>"
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>polysql sweep report</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from contextlib import ExitStack
 
 import click
 from rich.markup import escape
 
+from polysql.backends.base import DEFAULT_MAX_ROWS
 from polysql.cli.console import stdout
 from polysql.cli.main import EXIT_INVALID_GOLD, EXIT_MISMATCH
 from polysql.cli.options import parse_policy
 from polysql.core.model import Result
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import check_order_request, resolve_policy
-from polysql.normalizers.gold import judge, run_gold
+from polysql.normalizers.gold import judge_within_row_cap, run_gold
 
 
 @click.command("compare")
@@ -34,17 +37,22 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
     # a bad or contradictory policy is refused before any query runs (the gold may be slow)
     policy = resolve_policy(None, parse_policy(policy_items))
     check_order_request(ordered, policy)
-    with connect(db_url) as gold_engine:
-        def run(sql: str) -> Result:
-            return gold_engine.execute(sql, timeout=timeout)
+    with connect(db_url) as gold_engine, ExitStack() as stack:
+        pred_engine = gold_engine if pred_url is None or pred_url == db_url \
+            else stack.enter_context(connect(pred_url))
 
+        def runner(max_rows: int) -> Callable[[str], Result]:
+            return lambda sql: gold_engine.execute(sql, timeout=timeout, max_rows=max_rows)
+
+        def rerun(max_rows: int) -> tuple[Callable[[str], Result], Result]:
+            return runner(max_rows), pred_engine.execute(pred_sql, timeout=timeout,
+                                                         max_rows=max_rows)
+
+        run = runner(DEFAULT_MAX_ROWS)
         gold = run_gold(gold_sql, gold_engine.dialect, run)
-        if pred_url is None or pred_url == db_url:
-            pred = gold_engine.execute(pred_sql, timeout=timeout)
-        else:
-            with connect(pred_url) as pred_engine:
-                pred = pred_engine.execute(pred_sql, timeout=timeout)
-        verdict = judge(gold, pred, run, ordered=ordered, policy=policy)
+        pred = pred_engine.execute(pred_sql, timeout=timeout, max_rows=DEFAULT_MAX_ROWS)
+        verdict = judge_within_row_cap(gold, pred, run, rerun, DEFAULT_MAX_ROWS, ordered=ordered,
+                                       policy=policy).verdict
     if as_json:
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from polysql.analysis.reports.sweep import policy_note, write_reports
+from polysql.analysis.reports.sweep import cut_note, policy_note, write_reports
 from polysql.cli.console import console, stdout
 from polysql.cli.main import (
     EXIT_DATA,
@@ -81,8 +81,11 @@ def _summary_table(outcome: SweepOutcome, run_info: dict[str, Any]) -> Table:
     title = f"accuracy — {', '.join(summary.datasets)}"
     if not summary.complete or outcome.interrupted:
         title += f" — INCOMPLETE: {summary.pending} pending"
-    table = Table(title=title, caption=policy_note(run_info))
+    captions = [note for note in (policy_note(run_info), cut_note(summary, run_info)) if note]
+    table = Table(title=title, caption=" ".join(captions) or None)
     columns = ["predictor", "engine", "accuracy", "95% CI", "ok/n", "errors", "no SQL", "invalid gold"]
+    if summary.cut:
+        columns.append("cut at cap")
     if summary.pending:
         columns.append("pending")
     for col in columns:
@@ -96,6 +99,8 @@ def _summary_table(outcome: SweepOutcome, run_info: dict[str, Any]) -> Table:
             accuracy += " (partial)"
         row = [escape(c.predictor), escape(c.engine), accuracy, ci, f"{c.correct}/{c.total}",
                str(errors), str(c.statuses.get("generation_failure", 0)), str(c.invalid_gold)]
+        if summary.cut:
+            row.append(str(c.cut))
         if summary.pending:
             row.append(str(c.pending))
         table.add_row(*row)

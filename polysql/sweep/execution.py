@@ -51,18 +51,21 @@ class Executor:
         """A stop was asked for: workers finish what they are doing and take nothing new."""
         return self._stop.is_set()
 
-    def execute(self, backend: Backend, spec: EngineSpec, fingerprint: str, sql: str) -> Result:
-        """Run (or fetch from the cache) one statement. Raises Cancelled when the user
-        cancelled it: such a result is neither cached nor judged."""
+    def execute(self, backend: Backend, spec: EngineSpec, fingerprint: str, sql: str, *,
+                max_rows: int | None = None) -> Result:
+        """Run (or fetch from the cache) one statement, keeping at most ``max_rows`` rows (the
+        sweep's row cap unless given). Raises Cancelled when the user cancelled it: such a
+        result is neither cached nor judged."""
         if self._cancel.is_set():
             raise Cancelled
+        max_rows = self.max_rows if max_rows is None else max_rows
         key = None
         if self.cache is not None:
             with self.timings.stage("cache"):
                 key = execution_key(
                     engine=_engine_key(spec),
                     engine_version=backend.version(), db_fingerprint=fingerprint, sql=sql,
-                    timeout=self.timeout, max_rows=self.max_rows,
+                    timeout=self.timeout, max_rows=max_rows,
                 )
                 cached = self.cache.get(key)
             if cached is not None:
@@ -72,7 +75,7 @@ class Executor:
             self._running[me] = backend
         try:
             with self.timings.stage("execute"):
-                result = backend.execute(sql, timeout=self.timeout, max_rows=self.max_rows)
+                result = backend.execute(sql, timeout=self.timeout, max_rows=max_rows)
         finally:
             with self._running_lock:
                 self._running.pop(me, None)

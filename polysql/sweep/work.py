@@ -32,7 +32,7 @@ from polysql.engines.ddl import render_schema
 from polysql.engines.fleet import EngineFleet, EngineSpec
 from polysql.engines.registry import backend_class, parse_url
 from polysql.llm.prompting import SchemaCatalog
-from polysql.normalizers.gold import GoldRuns, judge, run_gold
+from polysql.normalizers.gold import GoldRuns, judge_within_row_cap, run_gold
 from polysql.sweep.execution import Cancelled, Executor
 from polysql.sweep.planning import WorkItem, target_engine
 from polysql.sweep.progress import SweepObserver
@@ -66,7 +66,7 @@ class SweepWork:
         self._write_lock = threading.Lock()
         self._golds: dict[str, GoldRuns] = {}
         # per question, how to run more SQL on the gold's engine (for re-runs judging needs)
-        self._gold_rerun: dict[str, Callable[[str], Result]] = {}
+        self._gold_rerun: dict[str, Callable[..., Result]] = {}  # (sql, *, max_rows=None)
         self._out: Any = None  # the results file, open for appending while workers run
 
     def run(self, pending: dict[str, list[WorkItem]]) -> None:
@@ -259,7 +259,8 @@ class SweepWork:
                               {"generation_failure": prediction.failure})
         else:
             fingerprint = self.fleet.fingerprint(spec, question.db_id)
-            result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
+            pred_sql = prediction.sql
+            result = self.executor.execute(backend, spec, fingerprint, pred_sql)
             if result.error is not None and result.error.kind == "unavailable":
                 try:
                     with self.timings.stage("load"):
@@ -270,8 +271,18 @@ class SweepWork:
                 if result.error is not None and result.error.kind == "unavailable":
                     self._abandon(spec, result.error.message)
                     return False
+            gold_run = self._gold_rerun.get(question.id)
+            rerun = None
+            if gold_run is not None:
+                def rerun(max_rows: int) -> tuple[Callable[[str], Result], Result]:
+                    # a higher row cap, for a verdict that rested on rows the sweep's cut off
+                    return (functools.partial(gold_run, max_rows=max_rows),
+                            self.executor.execute(backend, spec, fingerprint, pred_sql,
+                                                  max_rows=max_rows))
             with self.timings.stage("compare"):
-                verdict = judge(gold, result, self._gold_rerun.get(question.id), **self.policy)
+                judged = judge_within_row_cap(gold, result, gold_run, rerun,
+                                              self.executor.max_rows, **self.policy)
+            verdict, gold, result = judged.verdict, judged.gold, judged.pred
         with self.timings.stage("record"):
             record = build_record(dataset=self.dataset.name, question=question,
                                   predictor=item.predictor.name, spec=spec, backend=backend,

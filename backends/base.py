@@ -92,6 +92,10 @@ class EngineInfo:
     major_only_from: int | None = None
     #: a throwaway server for ``polysql up`` (Docker image, port, URL template); None: none
     container: Container | None = None
+    #: several evaluated statements may run at once, each on a connection of its own to one
+    #: evaluation copy (a sweep then gives the engine a worker per core, up to four); False for
+    #: an engine whose embedded library or emulator serves one statement at a time
+    concurrent_statements: bool = False
     #: comments its SQL has beyond ``--`` and ``/* */`` (empty-statement detection)
     comments: CommentSyntax = STANDARD_COMMENTS
     #: what an evaluation copy polysql builds on this engine holds beyond the source's tables

@@ -54,6 +54,7 @@ _PITFALLS = (
 
 INFO = EngineInfo(
     name="duckdb",
+    concurrent_statements=True,
     dialect="duckdb",
     display_name="DuckDB",
     schemes=("duckdb",),

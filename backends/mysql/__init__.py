@@ -58,6 +58,7 @@ _PITFALLS = (
 
 INFO = EngineInfo(
     name="mysql",
+    concurrent_statements=True,
     dialect="mysql",
     display_name="MySQL",
     schemes=("mysql", "mariadb"),

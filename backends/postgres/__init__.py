@@ -57,6 +57,7 @@ _PITFALLS = (
 
 INFO = EngineInfo(
     name="postgres",
+    concurrent_statements=True,
     dialect="postgres",
     display_name="PostgreSQL",
     schemes=("postgresql", "postgres"),

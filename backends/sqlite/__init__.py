@@ -57,6 +57,7 @@ _PITFALLS = (
 
 INFO = EngineInfo(
     name="sqlite",
+    concurrent_statements=True,
     dialect="sqlite",
     display_name="SQLite",
     schemes=("sqlite",),

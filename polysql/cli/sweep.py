@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ class RichObserver(SweepObserver):
         self.generating: dict[str, TaskID] = {}
         self.matches = 0
         self.seen = 0
+        self._lock = threading.Lock()  # several workers advance the same bar
 
     def phase(self, name: str, total: int) -> None:
         if self.task is not None:
@@ -58,11 +60,12 @@ class RichObserver(SweepObserver):
         if self.task is None:
             return
         acc = ""
-        if record is not None and record["status"] != "invalid_gold":
-            self.seen += 1
-            self.matches += int(record["status"] == "match")
-            acc = f"acc {100 * self.matches / self.seen:.1f}%"
-        self.progress.update(self.task, advance=1, **({"acc": acc} if acc else {}))
+        with self._lock:
+            if record is not None and record["status"] != "invalid_gold":
+                self.seen += 1
+                self.matches += int(record["status"] == "match")
+                acc = f"acc {100 * self.matches / self.seen:.1f}%"
+            self.progress.update(self.task, advance=1, **({"acc": acc} if acc else {}))
 
     def message(self, text: str) -> None:
         self.progress.console.print(escape(text), highlight=False)
@@ -139,6 +142,9 @@ def _usage_table(models: dict[str, dict[str, Any]]) -> Table:
               help="Run folder (default runs/<dataset>). Re-running with the same folder resumes.")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds per query.")
 @click.option("--max-rows", default=100_000, show_default=True, help="Rows kept per result.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Statements run at once on each engine that serves several (SQLite, DuckDB, "
+                   "PostgreSQL, MySQL) and for gold queries [default: one per core, up to 4].")
 @click.option("--question", "question_ids", multiple=True, help="Only these question ids (repeatable).")
 @click.option("--limit", type=int, default=None, help="Only the first N questions.")
 @click.option("--policy", "policy_items", multiple=True,
@@ -152,13 +158,14 @@ def _usage_table(models: dict[str, dict[str, Any]]) -> Table:
 def sweep(dataset: str, engines: str, predictors: str | None, models: tuple[str, ...],
           model_config: Path | None, prompt_level: str, cot: bool, sample_rows: int,
           prompt_template: str, out: Path | None, timeout: float, max_rows: int,
-          question_ids: tuple[str, ...], limit: int | None, policy_items: tuple[str, ...],
+          workers: int | None, question_ids: tuple[str, ...], limit: int | None, policy_items: tuple[str, ...],
           no_cache: bool, fresh: bool, show_timings: bool) -> None:
     """Run every question with every predictor on every engine; write results and a report."""
     if predictors is None:
         predictors = "" if models else "gold,transpile"
     config = SweepConfig(dataset=dataset, engines=engines, predictors=predictors, out=out,
-                         timeout=timeout, max_rows=max_rows, question_ids=list(question_ids) or None,
+                         timeout=timeout, max_rows=max_rows, workers=workers,
+                         question_ids=list(question_ids) or None,
                          limit=limit, policy=parse_policy(policy_items), use_cache=not no_cache,
                          fresh=fresh, models=list(models), model_config=model_config,
                          prompt_level=prompt_level, cot=cot, sample_rows=sample_rows,
@@ -218,9 +225,10 @@ def _timings_line(timings: SweepTimings) -> str:
     return (f"wall time {timings.wall:.3f} s; engine execution {overall.engine:.3f} s; polysql's "
             f"own time {overall.polysql:.3f} s without loading ({overall.load:.3f} s), "
             f"{overall.total - overall.engine:.3f} s with it; polysql/engine "
-            f"{'—' if ratio is None else f'{ratio:.2f}'}. Engine lanes run in parallel, so "
-            "their sum may exceed the wall time; 'other' is time in a lane no stage claims "
-            "(waiting for model answers, progress).")
+            f"{'—' if ratio is None else f'{ratio:.2f}'}. Engine lanes run in parallel, and "
+            "an engine's workers side by side, so a lane's total and their sum may exceed the "
+            "wall time; 'other' is time in a lane no stage claims (waiting for model answers, "
+            "progress).")
 
 
 def _final_line(outcome: SweepOutcome, paths: list[Path]) -> str:

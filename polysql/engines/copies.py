@@ -219,7 +219,9 @@ _Key = tuple[str, str, str]
 class EvaluationCopies:
     """Copies kept open for a whole run: each built and opened on first use, then reused, and
     closed together. Safe to share between threads: two threads asking for one copy get the
-    same connection, built once; different copies are built in parallel.
+    same connection, built once; different copies are built in parallel. A thread that runs
+    statements beside others on the same copy asks for a ``slot`` of its own: each slot is a
+    connection of its own to the one copy.
 
     A copy is known by the name the task gives its engine (a sweep's ``pg15`` and ``pg16`` are
     two engines behind one backend), its dataset and its database; the name defaults to the
@@ -230,6 +232,8 @@ class EvaluationCopies:
         self.cache_dir = cache_dir
         self.options = options
         self._open: dict[_Key, EvaluationCopy] = {}
+        # connections beyond the first (slot 0) to an open copy, by (copy, slot)
+        self._more: dict[tuple[_Key, int], EvaluationCopy] = {}
         self._locks: dict[_Key, threading.Lock] = {}
         self._guard = threading.Lock()
         #: what building each copy did, kept after it is closed
@@ -245,37 +249,51 @@ class EvaluationCopies:
             return self._locks.setdefault(key, threading.Lock())
 
     def get(self, engine: str | URL, *, dataset: str, db_id: str,
-            source: Source | Callable[[], Source], name: str | None = None) -> EvaluationCopy:
-        """The open copy of ``dataset``/``db_id`` on ``engine``, built and opened on first use.
-        ``source`` may be a function giving it, called only then (finding a dataset's
-        database can cost more than reusing an open copy)."""
+            source: Source | Callable[[], Source], name: str | None = None,
+            slot: int = 0) -> EvaluationCopy:
+        """The open copy of ``dataset``/``db_id`` on ``engine``, built and opened on first use,
+        through ``slot``'s connection. ``source`` may be a function giving it, called only then
+        (finding a dataset's database can cost more than reusing an open copy)."""
         key = self.key(engine, dataset, db_id, name)
         with self._lock_for(key):
-            copy = self._open.get(key)
-            if copy is None:
-                copy = open_copy(engine, dataset=dataset, db_id=db_id,
-                                 source=source() if callable(source) else source,
-                                 cache_dir=self.cache_dir, **self.options)
+            first = self._open.get(key)
+            if first is None:
+                first = open_copy(engine, dataset=dataset, db_id=db_id,
+                                  source=source() if callable(source) else source,
+                                  cache_dir=self.cache_dir, **self.options)
                 with self._guard:
-                    self._open[key] = copy
-                    self.reports[key] = copy.report
+                    self._open[key] = first
+                    self.reports[key] = first.report
+            if slot == 0:
+                return first
+            copy = self._more.get((key, slot))
+            if copy is None:
+                # the same copy, built (or found) once: only another read-only connection
+                backend = type(first.backend).connect(first.url, read_only=True, **self.options)
+                copy = EvaluationCopy(first.engine, first.url, backend, first.report)
+                with self._guard:
+                    self._more[(key, slot)] = copy
             return copy
 
     def reopen(self, engine: str | URL, *, dataset: str, db_id: str,
-               source: Source | Callable[[], Source], name: str | None = None) -> EvaluationCopy:
-        """Drop a copy whose connection died and open it afresh (rebuilding it if it is gone)."""
+               source: Source | Callable[[], Source], name: str | None = None,
+               slot: int = 0) -> EvaluationCopy:
+        """Drop ``slot``'s connection to a copy, which died, and open it afresh (for slot 0,
+        rebuilding the copy if it is gone)."""
         key = self.key(engine, dataset, db_id, name)
         with self._lock_for(key), self._guard:
-            old = self._open.pop(key, None)
+            old = self._open.pop(key, None) if slot == 0 else self._more.pop((key, slot), None)
         if old is not None:
             # the connection is already broken; closing it is best effort
             with contextlib.suppress(Exception):
                 old.close()
-        return self.get(engine, dataset=dataset, db_id=db_id, source=source, name=name)
+        return self.get(engine, dataset=dataset, db_id=db_id, source=source, name=name,
+                        slot=slot)
 
     def close(self) -> None:
         with self._guard:
-            copies = list(self._open.values())
+            copies = [*self._more.values(), *self._open.values()]
+            self._more.clear()
             self._open.clear()
         for copy in copies:
             # closing at shutdown must not mask the run's own outcome

@@ -76,9 +76,11 @@ class EngineFleet:
             spec.url, dataset=self.dataset_name, db_id=db_id, cache_dir=self.cache_dir
         )
 
-    def backend(self, spec: EngineSpec, db_id: str, source_url: str) -> Backend:
+    def backend(self, spec: EngineSpec, db_id: str, source_url: str, slot: int = 0) -> Backend:
+        """The open evaluation copy of ``db_id`` on ``spec``'s engine, through ``slot``'s
+        connection (one per worker running statements beside others on the same copy)."""
         return self._copies.get(spec.url, dataset=self.dataset_name, db_id=db_id,
-                                source=source_url, name=spec.name).backend
+                                source=source_url, name=spec.name, slot=slot).backend
 
     def fingerprint(self, spec: EngineSpec, db_id: str) -> str:
         """Fingerprint of what an opened evaluation copy holds: the source database's, and the
@@ -89,10 +91,11 @@ class EngineFleet:
         layout = layout_digest(spec.url)
         return fingerprint if layout is None else content_digest("copy", fingerprint, layout)
 
-    def reconnect(self, spec: EngineSpec, db_id: str, source_url: str) -> Backend:
-        """Drop a connection that died and open a fresh one (reloading if the copy is gone)."""
+    def reconnect(self, spec: EngineSpec, db_id: str, source_url: str, slot: int = 0) -> Backend:
+        """Drop ``slot``'s connection, which died, and open a fresh one (reloading if the copy
+        is gone)."""
         return self._copies.reopen(spec.url, dataset=self.dataset_name, db_id=db_id,
-                                   source=source_url, name=spec.name).backend
+                                   source=source_url, name=spec.name, slot=slot).backend
 
     def close(self) -> None:
         self._copies.close()

@@ -42,6 +42,8 @@ class SweepConfig:
     out: Path | None = None  # default: runs/<dataset name>
     timeout: float = DEFAULT_TIMEOUT
     max_rows: int = DEFAULT_MAX_ROWS
+    # statements run at once per engine that serves several (None: one per core, up to four)
+    workers: int | None = None
     question_ids: list[str] | None = None
     limit: int | None = None
     policy: dict[str, Any] = field(default_factory=dict)

@@ -55,6 +55,8 @@ class Sweep:
             raise ConfigError(f"timeout must be positive, got {config.timeout}")
         if config.max_rows <= 0:
             raise ConfigError(f"max_rows must be positive, got {config.max_rows}")
+        if config.workers is not None and config.workers <= 0:
+            raise ConfigError(f"workers must be positive, got {config.workers}")
         # a bad --policy must fail here, not in the middle of the sweep after engines loaded
         resolve_policy(None, config.policy)
         self.dataset: Dataset = dataset if dataset is not None else get_dataset(config.dataset)
@@ -148,7 +150,8 @@ class Sweep:
                             say=self.observer.message, timings=timings)
         work = SweepWork(dataset=self.dataset, predictors=self.predictors, engines=self.engines,
                          store=self.store, observer=self.observer, executor=executor, fleet=fleet,
-                         schemas=self.schemas, policy=self.config.policy)
+                         schemas=self.schemas, policy=self.config.policy,
+                         workers=self.config.workers)
         signals = StopSignals(stop=executor.request_stop, cancel=executor.request_cancel,
                               say=self.observer.message)
         try:

@@ -1,7 +1,9 @@
 """Where a sweep's time goes: seconds per lane and stage, gathered while it runs.
 
-A *lane* is a thread of work: ``gold`` (the gold queries, run before anything else), one per
-swept engine (that engine's worker) and ``sweep`` (the main thread: planning, reports, closing).
+A *lane* is a line of work: ``gold`` (the gold queries, run before anything else), one per
+swept engine (that engine's workers) and ``sweep`` (the main thread: planning, reports, closing).
+A lane is worked by one thread, or by several side by side (an engine that serves several
+statements at once), so its total is at most the wall time times its ``threads``.
 A *stage* is what the lane was doing: loading copies, running gold SQL through the comparison
 rules, predicting, executing on the engine, reading and writing the execution cache, judging,
 writing records.
@@ -50,6 +52,7 @@ class LaneTimes:
     seconds: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     rows_loaded: int = 0  # rows copied into engines by loads this lane did (not skipped ones)
+    threads: int = 0  # threads that worked in the lane (an engine's workers side by side)
 
     @property
     def total(self) -> float:
@@ -78,6 +81,7 @@ class LaneTimes:
         for stage, count in other.counts.items():
             self.counts[stage] = self.counts.get(stage, 0) + count
         self.rows_loaded += other.rows_loaded
+        self.threads += other.threads
 
     def as_dict(self) -> dict[str, Any]:
         ratio = self.ratio()
@@ -91,6 +95,7 @@ class LaneTimes:
             "polysql": round(self.polysql, 6),
             "ratio": None if ratio is None else round(ratio, 4),
             "rows_loaded": self.rows_loaded,
+            "threads": self.threads,
             "load_rows_per_second": (round(self.rows_loaded / self.load, 1)
                                      if self.rows_loaded and self.load > 0 else None),
         }
@@ -121,6 +126,9 @@ class SweepTimings:
         counted as ``other``, so the lane's stages add up to the block's wall time."""
         previous = getattr(self._local, "lane", None)
         self._local.lane = name
+        if previous != name:
+            with self._lock:
+                self._lanes.setdefault(name, LaneTimes()).threads += 1
         try:
             with self.stage("other"):
                 yield
@@ -143,7 +151,8 @@ class SweepTimings:
 
     def _add(self, lane: str, stage: str, seconds: float) -> None:
         with self._lock:
-            times = self._lanes.setdefault(lane, LaneTimes())
+            # the main thread works in its lane without entering it (see _lane_name)
+            times = self._lanes.setdefault(lane, LaneTimes(threads=int(lane == MAIN_LANE)))
             times.seconds[stage] = times.seconds.get(stage, 0.0) + max(0.0, seconds)
             times.counts[stage] = times.counts.get(stage, 0) + 1
 
@@ -154,7 +163,7 @@ class SweepTimings:
     def lanes(self) -> dict[str, LaneTimes]:
         """A copy of every lane's times: gold first, the main thread last."""
         with self._lock:
-            copies = {name: LaneTimes(dict(t.seconds), dict(t.counts), t.rows_loaded)
+            copies = {name: LaneTimes(dict(t.seconds), dict(t.counts), t.rows_loaded, t.threads)
                       for name, t in self._lanes.items()}
         order = sorted(copies, key=lambda n: (n != GOLD_LANE, n == MAIN_LANE))
         return {name: copies[name] for name in order}

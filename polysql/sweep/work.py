@@ -2,9 +2,10 @@
 and recording.
 
 Gold SQL runs once per question on the loaded copy of its source engine; each prediction runs
-natively on its target engine. Engines work in parallel (one worker each, since each holds its
-own connections); records are appended as they finish, so an interrupted sweep resumes where it
-stopped.
+natively on its target engine. Engines work in parallel, and an engine that serves several
+statements at once (``EngineInfo.concurrent_statements``: SQLite, DuckDB, PostgreSQL, MySQL) gets
+a worker per core (up to four), each on a connection of its own to the copy; so does the gold
+phase. Records are appended as they finish, so an interrupted sweep resumes where it stopped.
 
 Model predictors (``llm:NAME``) are asked ahead: each engine's worker hands all its model
 requests to the model's own thread pool first (sized by the model's ``max_concurrency``), then
@@ -14,6 +15,7 @@ executes whatever prediction is ready, so generation and execution overlap.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import traceback
 from collections import deque
@@ -28,6 +30,7 @@ from polysql.core.model import Result, Verdict
 from polysql.core.predictor import Prediction, Predictor, TargetEngine
 from polysql.core.store import ResultsStore
 from polysql.datasets.base import Dataset, Question
+from polysql.engines.copies import names_existing
 from polysql.engines.ddl import render_schema
 from polysql.engines.fleet import EngineFleet, EngineSpec
 from polysql.engines.registry import backend_class, parse_url
@@ -40,6 +43,18 @@ from polysql.sweep.records import build_record
 from polysql.sweep.text_checks import text_problem
 from polysql.sweep.timings import GOLD_LANE
 
+# Workers per engine that runs statements side by side: one per core, up to four.
+WORKERS_PER_ENGINE = max(1, min(4, os.cpu_count() or 1))
+
+
+def engine_workers(spec: EngineSpec, workers: int | None = None) -> int:
+    """How many statements a sweep runs at once on ``spec``'s engine: ``workers`` (default one
+    per core, up to four) where it serves several; one on databases polysql did not build (a
+    URL naming existing databases), which are someone else's to load."""
+    if not spec.backend.info.concurrent_statements or names_existing(spec.url):
+        return 1
+    return WORKERS_PER_ENGINE if workers is None else max(1, workers)
+
 
 class SweepWork:
     """Runs the pending work of one invocation and keeps what happened: records written,
@@ -48,7 +63,7 @@ class SweepWork:
     def __init__(self, *, dataset: Dataset, predictors: list[Predictor[Question]],
                  engines: list[EngineSpec], store: ResultsStore, observer: SweepObserver,
                  executor: Executor, fleet: EngineFleet, schemas: SchemaCatalog,
-                 policy: dict[str, Any]) -> None:
+                 policy: dict[str, Any], workers: int | None = None) -> None:
         self.dataset = dataset
         self.predictors = predictors
         self.engines = engines
@@ -59,6 +74,7 @@ class SweepWork:
         self.fleet = fleet
         self.schemas = schemas  # schema text per (engine, database), for model prompts
         self.policy = policy
+        self.workers = workers  # statements at once per engine that serves several
         self.written = 0
         self.dead: dict[str, str] = {}  # engine -> why it was abandoned
         self.unavailable: dict[str, tuple[str, int]] = {}
@@ -68,6 +84,7 @@ class SweepWork:
         # per question, how to run more SQL on the gold's engine (for re-runs judging needs)
         self._gold_rerun: dict[str, Callable[..., Result]] = {}  # (sql, *, max_rows=None)
         self._out: Any = None  # the results file, open for appending while workers run
+        self._helpers: ThreadPoolExecutor | None = None  # more workers per engine, while running
 
     def run(self, pending: dict[str, list[WorkItem]]) -> None:
         need_gold = {item.question.id: item.question for items in pending.values() for item in items}
@@ -80,9 +97,11 @@ class SweepWork:
             if predictor.concurrent:
                 requests = sum(1 for items in pending.values() for i in items if i.predictor is predictor)
                 self.observer.generation(predictor.name, requests)
+        helpers = sum(self._workers(spec) - 1 for spec in self.engines)
         with self.store.open_for_append() as out, ThreadPoolExecutor(
             max_workers=max(1, len(self.engines)), thread_name_prefix="engine"
-        ) as pool:
+        ) as pool, ThreadPoolExecutor(max_workers=max(1, helpers),
+                                      thread_name_prefix="engine-helper") as self._helpers:
             self._out = out
             futures = [pool.submit(self._engine_worker, spec, pending[spec.name])
                        for spec in self.engines if pending[spec.name]]
@@ -103,23 +122,48 @@ class SweepWork:
     def _run_golds_timed(self, questions: list[Question]) -> dict[str, GoldRuns]:
         self.observer.phase("gold", len(questions))
         golds: dict[str, GoldRuns] = {}
-        for question in questions:
-            if self.executor.stopping:
-                break
+        waiting = deque(questions)
+        # side by side only where every gold engine serves several statements at once
+        workers = min(len(questions),
+                      min((self._workers(self._gold_spec(q)) for q in questions), default=1))
+        if workers <= 1:
+            self._gold_worker(waiting, golds, 0)
+            return golds
+        with ThreadPoolExecutor(max_workers=workers - 1, thread_name_prefix="gold") as pool:
+            helpers = [pool.submit(self._gold_helper, waiting, golds, slot)
+                       for slot in range(1, workers)]
+            try:
+                self._gold_worker(waiting, golds, 0)
+            finally:
+                wait(helpers)
+            for helper in helpers:
+                helper.result()  # re-raise a helper's unexpected error
+        return golds
+
+    def _gold_helper(self, waiting: deque[Question], golds: dict[str, GoldRuns], slot: int) -> None:
+        with self.timings.lane(GOLD_LANE):
+            self._gold_worker(waiting, golds, slot)
+
+    def _gold_worker(self, waiting: deque[Question], golds: dict[str, GoldRuns], slot: int) -> None:
+        """Runs gold queries taken from ``waiting`` through ``slot``'s connections."""
+        while not self.executor.stopping:
+            try:
+                question = waiting.popleft()
+            except IndexError:
+                return
             spec = self._gold_spec(question)
             source = self.dataset.database_url(question.db_id)
             with self.timings.stage("load"):
-                backend = self.fleet.backend(spec, question.db_id, source)
+                backend = self.fleet.backend(spec, question.db_id, source, slot)
                 fingerprint = self.fleet.fingerprint(spec, question.db_id)
             run = functools.partial(self.executor.execute, backend, spec, fingerprint)
             try:
                 with self.timings.stage("gold"):
                     golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
             except Cancelled:
-                break
+                return
             self._gold_rerun[question.id] = run
             self.observer.advance()
-        return golds
 
     # -- one worker per engine ------------------------------------------------------------------
     def _engine_worker(self, spec: EngineSpec, items: list[WorkItem]) -> None:
@@ -148,29 +192,68 @@ class SweepWork:
                 future.add_done_callback(functools.partial(self._generation_done, item.predictor.name))
                 generating[future] = item
             inline = deque(item for item in items if not item.predictor.concurrent)
-            while (inline or generating) and not self.executor.stopping:
-                ready = [future for future in generating if future.done()]
-                if ready:
-                    for future in ready:
-                        item = generating.pop(future)
-                        if self.executor.stopping or not self._process_isolated(spec, info, item, future):
-                            return
-                elif inline:
-                    if not self._process_isolated(spec, info, inline.popleft(), None):
-                        return
-                else:  # short waits keep Ctrl-C and dead engines responsive
-                    wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
+            # more workers, each on connections of its own, share the items ready to run
+            pool = self._helpers
+            helpers = [] if pool is None else [
+                pool.submit(self._helper_work, spec, info, inline, slot)
+                for slot in range(1, min(self._workers(spec), len(inline) + 1))]
+            try:
+                self._main_work(spec, info, inline, generating)
+            finally:
+                wait(helpers)
+            for helper in helpers:
+                helper.result()  # re-raise a helper's unexpected error
         finally:
             for future in generating:
                 future.cancel()  # requests not yet sent; the work stays pending for a resume
 
+    def _main_work(self, spec: EngineSpec, info: TargetEngine, inline: deque[WorkItem],
+                   generating: dict[Future[Prediction], WorkItem]) -> None:
+        """Slot 0's loop: model answers as they arrive, other items in between."""
+        while (inline or generating) and self._engine_usable(spec):
+            ready = [future for future in generating if future.done()]
+            if ready:
+                for future in ready:
+                    item = generating.pop(future)
+                    if self.executor.stopping or not self._process_isolated(spec, info, item, future):
+                        return
+            elif inline:
+                try:
+                    item = inline.popleft()
+                except IndexError:  # a helper took the last one
+                    continue
+                if not self._process_isolated(spec, info, item, None):
+                    return
+            else:  # short waits keep Ctrl-C and dead engines responsive
+                wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
+
+    def _helper_work(self, spec: EngineSpec, info: TargetEngine, inline: deque[WorkItem],
+                     slot: int) -> None:
+        """Another worker on ``spec``'s engine: items ready to run, through ``slot``'s
+        connections, until none is left or the engine cannot go on."""
+        with self.timings.lane(spec.name):
+            while self._engine_usable(spec):
+                try:
+                    item = inline.popleft()
+                except IndexError:
+                    return
+                if not self._process_isolated(spec, info, item, None, slot):
+                    return
+
+    def _workers(self, spec: EngineSpec) -> int:
+        return engine_workers(spec, self.workers)
+
+    def _engine_usable(self, spec: EngineSpec) -> bool:
+        """No stop was asked for and no worker abandoned the engine."""
+        return not self.executor.stopping and spec.name not in self.dead
+
     def _process_isolated(self, spec: EngineSpec, info: TargetEngine, item: WorkItem,
-                          future: Future[Prediction] | None) -> bool:
+                          future: Future[Prediction] | None, slot: int = 0) -> bool:
         """One item, kept from taking the others down: a bug hit by one item leaves that item
         pending and reported, and the sweep goes on (polysql's own errors still propagate)."""
         try:
             prediction = future.result() if future is not None else None
-            return self._process(spec, info, item, prediction)
+            return self._process(spec, info, item, prediction, slot)
         except Cancelled:
             return False
         except (PolysqlError, KeyboardInterrupt):
@@ -187,17 +270,20 @@ class SweepWork:
         if not future.cancelled():
             self.observer.generated(predictor)
 
-    def _backend(self, spec: EngineSpec, question: Question) -> Backend | None:
+    def _backend(self, spec: EngineSpec, question: Question, slot: int = 0) -> Backend | None:
         try:
             with self.timings.stage("load"):  # opens (and first loads) the copy on first use
                 return self.fleet.backend(spec, question.db_id,
-                                          self.dataset.database_url(question.db_id))
+                                          self.dataset.database_url(question.db_id), slot)
         except EngineError as exc:
             self._abandon(spec, str(exc))
             return None
 
     def _abandon(self, spec: EngineSpec, why: str) -> None:
-        self.dead[spec.name] = why
+        with self._write_lock:  # said once, whichever of the engine's workers saw it first
+            if spec.name in self.dead:
+                return
+            self.dead[spec.name] = why
         self.observer.message(f"engine {spec.name} abandoned: {why}")
 
     def _target(self, info: TargetEngine, spec: EngineSpec, item: WorkItem,
@@ -227,7 +313,7 @@ class SweepWork:
             self.unavailable[name] = (why, count + 1)
 
     def _process(self, spec: EngineSpec, info: TargetEngine, item: WorkItem,
-                 prediction: Prediction | None) -> bool:
+                 prediction: Prediction | None, slot: int = 0) -> bool:
         """Predict (unless ``prediction`` is already made), execute, compare and record one item.
         False when this engine's worker must stop (gold phase interrupted, engine gone)."""
         question = item.question
@@ -235,7 +321,7 @@ class SweepWork:
         if gold is None:  # gold phase interrupted
             return False
         source = self.dataset.database_url(question.db_id)
-        backend = self._backend(spec, question)
+        backend = self._backend(spec, question, slot)
         if backend is None:
             return False
         if prediction is None:
@@ -264,7 +350,7 @@ class SweepWork:
             if result.error is not None and result.error.kind == "unavailable":
                 try:
                     with self.timings.stage("load"):
-                        backend = self.fleet.reconnect(spec, question.db_id, source)
+                        backend = self.fleet.reconnect(spec, question.db_id, source, slot)
                     result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
                 except EngineError as exc:
                     result = Result.failed("unavailable", str(exc))

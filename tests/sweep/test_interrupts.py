@@ -20,7 +20,9 @@ ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELEC
 TIMEOUT = 120  # seconds; a test that waited for it would be far slower than the checks below
 
 
-def start_sweep(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+def start_sweep(tmp_path: Path, workers: int = 1) -> tuple[subprocess.Popen[str], Path]:
+    """A sweep of three questions whose second prediction runs until its timeout; with one
+    worker the third waits behind it, with two it runs beside it."""
     from polysql.datasets.registry import get_dataset
 
     preds = tmp_path / "preds.jsonl"
@@ -34,7 +36,8 @@ def start_sweep(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "polysql.cli", "sweep", "--engines", "sqlite", "--limit", "3",
-         "--predictor", f"m={preds}", "--out", str(run), "--timeout", str(TIMEOUT)],
+         "--predictor", f"m={preds}", "--out", str(run), "--timeout", str(TIMEOUT),
+         "--workers", str(workers)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     return process, run
 
@@ -81,6 +84,27 @@ def test_ctrl_c_twice_cancels_the_running_statement_and_counts_right(tmp_path: P
     assert summary["pending"] == 2
     assert "INCOMPLETE" in (run / "report.md").read_text()
     assert "INCOMPLETE" in out  # the table's title
+
+
+def test_ctrl_c_twice_beside_other_workers_cancels_only_what_runs(tmp_path: Path) -> None:
+    """Two workers: the first question and the third are done while the second still runs;
+    the cancel stops that one, and it alone is pending."""
+    process, run = start_sweep(tmp_path, workers=2)
+    wait_for_records(run, 2, process)
+    process.send_signal(signal.SIGINT)
+    time.sleep(1.5)
+    assert process.poll() is None, "the first Ctrl-C must wait for the running statement"
+    process.send_signal(signal.SIGINT)
+    code, out, err = finish(process, within=30)
+    assert code == 130, err
+    assert "stopping: waiting for 1 running statement(s)" in err
+    assert "cancelling 1 running statement(s)" in err
+    records = [json.loads(line) for line in (run / RESULTS_FILE).read_text().splitlines()]
+    assert sorted(r["question_id"] for r in records) == ["demo-001", "demo-003"]
+    assert "2 new records" in err and "1 pending" in err
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["pending"] == 1
+    assert "INCOMPLETE" in out
 
 
 def test_kill_stops_cleanly_and_the_summary_is_marked_incomplete(tmp_path: Path) -> None:

@@ -12,14 +12,16 @@ Comparison is pure: it never executes SQL. But two rules need more than the gold
   nothing limits the rows, else the gold re-run.
 
 :func:`run_gold` does both through a caller-supplied ``run`` function, so every caller (sweep,
-``polysql compare``, Python users) gathers the same evidence the same way.
+``polysql compare``, Python users) gathers the same evidence the same way -- up front, or
+(``deferred``) when the first prediction that is not the gold's own answer needs it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from polysql.core.model import Result, Verdict
@@ -35,6 +37,9 @@ from polysql.normalizers.ordering import (
     widen_limit,
 )
 
+# The re-runs' results: (compared, hidden, widened) as GoldRuns holds them.
+Evidence = tuple[Result, int, "Result | None"]
+
 
 @dataclass(slots=True)
 class GoldRuns:
@@ -44,26 +49,48 @@ class GoldRuns:
     compared: Result  # what predictions are compared with (the keyed re-run when usable)
     hidden: int = 0  # trailing ORDER BY key columns in ``compared`` and ``widened``
     widened: Result | None = None
+    # The re-runs not made yet (run_gold(deferred=True)): ``compared``, ``hidden`` and
+    # ``widened`` hold the gold as written until :meth:`gather` makes them.
+    pending: Callable[[], Evidence] | None = field(default=None, repr=False, compare=False)
+    _gathering: threading.Lock = field(default_factory=threading.Lock, repr=False,
+                                       compare=False)
 
     def compare_kwargs(self) -> dict[str, object]:
         """Keyword arguments for ``compare(runs.compared, pred, **runs.compare_kwargs())``."""
         return {"gold_sql": self.sql, "gold_widened": self.widened, "hidden_columns": self.hidden}
 
+    def gather(self) -> None:
+        """Make the re-runs a deferred gold put off (once, whichever thread asks first)."""
+        with self._gathering:
+            if self.pending is not None:
+                self.compared, self.hidden, self.widened = self.pending()
+                self.pending = None
 
-def run_gold(sql: str, dialect: str, run: Callable[[str], Result]) -> GoldRuns:
+
+def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
+             deferred: bool = False) -> GoldRuns:
+    """The gold run through ``run``, and the re-runs judging may need (see the module). With
+    ``deferred`` the re-runs wait until a prediction is not simply the gold's own rows in the
+    gold's own order (:func:`judge` then gathers them): a prediction that is needs none."""
     result = run(sql)
     if not result.ok:
         return GoldRuns(sql, dialect, result, result)
-    compared, hidden, base_sql = result, 0, sql
+
     keyed = keyed_order_sql(sql, dialect)
-    if keyed is not None:
-        keyed_result = run(keyed.sql)
-        # Usable only when it returned as many rows; otherwise the ties stay unknown.
-        if keyed_result.ok and len(keyed_result.rows) == len(result.rows):
-            compared, hidden, base_sql = keyed_result, keyed.hidden_columns, keyed.sql
-    wider_sql = widen_limit(base_sql, dialect)
-    widened = run(wider_sql) if wider_sql else None
-    return GoldRuns(sql, dialect, result, compared, hidden, widened)
+
+    def evidence() -> Evidence:
+        compared, hidden, base_sql = result, 0, sql
+        if keyed is not None:
+            keyed_result = run(keyed.sql)
+            # Usable only when it returned as many rows; otherwise the ties stay unknown.
+            if keyed_result.ok and len(keyed_result.rows) == len(result.rows):
+                compared, hidden, base_sql = keyed_result, keyed.hidden_columns, keyed.sql
+        wider_sql = widen_limit(base_sql, dialect)
+        return compared, hidden, run(wider_sql) if wider_sql else None
+
+    if deferred and (keyed is not None or widen_limit(sql, dialect) is not None):
+        return GoldRuns(sql, dialect, result, result, pending=evidence)
+    return GoldRuns(sql, dialect, result, *evidence())
 
 
 def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
@@ -96,15 +123,25 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
     that way (``null_order="either"``) -- its rows moved here when that is exact, otherwise the
     gold re-run through ``run`` on its engine. ``policy``: compare's options, and ``policy=`` a
     whole ComparePolicy as compare takes it."""
+    options = {key: value for key, value in policy.items() if key != "policy"}
+    chosen = resolve_policy(policy.get("policy"), options)
+    if gold.pending is not None:
+        # Against the gold as written, ORDER BY keys it does not return demand its exact order
+        # (unresolved_order_keys="exact"): what matches so also matches with the re-runs, which
+        # only let rows tie. Anything else needs them.
+        if chosen.unresolved_order_keys == "exact":
+            plain = compare(gold.result, pred, ordered=ordered, dialect=gold.dialect,
+                            gold_sql=gold.sql, **policy)
+            if plain.match:
+                return plain
+        gold.gather()
     verdict = compare(gold.compared, pred, ordered=ordered, dialect=gold.dialect,
                       **gold.compare_kwargs(), **policy)
-    options = {key: value for key, value in policy.items() if key != "policy"}
     # As sets order never counts, but where NULLs sort still decides which rows a LIMIT keeps.
     ordered_rows = (verdict.details.get("ordered")
                     or verdict.details.get("order_source") == "set_semantics")
     if verdict.match or not ordered_rows:
         return verdict
-    chosen = resolve_policy(policy.get("policy"), options)
     if chosen.null_order == "either":
         again = _with_nulls_elsewhere(gold, pred, run, ordered=ordered, **policy)
         if again is not None:

@@ -49,7 +49,7 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
                                                          max_rows=max_rows)
 
         run = runner(DEFAULT_MAX_ROWS)
-        gold = run_gold(gold_sql, gold_engine.dialect, run)
+        gold = run_gold(gold_sql, gold_engine.dialect, run, deferred=True)
         pred = pred_engine.execute(pred_sql, timeout=timeout, max_rows=DEFAULT_MAX_ROWS)
         verdict = judge_within_row_cap(gold, pred, run, rerun, DEFAULT_MAX_ROWS, ordered=ordered,
                                        policy=policy).verdict

@@ -159,7 +159,8 @@ class SweepWork:
             run = functools.partial(self.executor.execute, backend, spec, fingerprint)
             try:
                 with self.timings.stage("gold"):
-                    golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run)
+                    golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run,
+                                                  deferred=True)
             except Cancelled:
                 return
             self._gold_rerun[question.id] = run

@@ -1,0 +1,87 @@
+"""Deferred gold re-runs (real SQLite): a prediction that is the gold's own rows in the gold's
+own order is judged without them; any other gets them, with the same verdict as when they were
+made up front."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import polysql
+from polysql.backends.base import Backend
+from polysql.core.model import Result
+from polysql.normalizers.gold import judge, run_gold
+
+# ORDER BY a key the gold does not return, cut by a LIMIT inside a tie group: both re-runs
+GOLD = "SELECT name FROM scores ORDER BY points DESC LIMIT 2"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+    path: Path = tmp_path_factory.mktemp("deferred") / "s.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE scores (name TEXT, points INTEGER)")
+        conn.executemany("INSERT INTO scores VALUES (?, ?)",
+                         [("ann", 9), ("bob", 7), ("cy", 7), ("dee", 7), ("eve", 1)])
+    with polysql.connect(f"sqlite:///{path}") as backend:
+        yield backend
+
+
+def counting(engine: Backend) -> tuple[Callable[[str], Result], list[str]]:
+    ran: list[str] = []
+
+    def run(sql: str) -> Result:
+        ran.append(sql)
+        return engine.execute(sql)
+
+    return run, ran
+
+
+def test_the_gold_own_rows_need_no_re_run(engine: Backend) -> None:
+    run, ran = counting(engine)
+    gold = run_gold(GOLD, "sqlite", run, deferred=True)
+    assert ran == [GOLD] and gold.pending is not None
+    verdict = judge(gold, engine.execute(GOLD), run)
+    assert verdict.match and verdict.reason == "same 2 rows in the same order"
+    assert ran == [GOLD] and gold.pending is not None
+
+
+@pytest.mark.parametrize("pred_sql, match", [
+    # another row of the tie group the LIMIT cuts: the re-runs show it is tied
+    ("SELECT name FROM scores WHERE name <> 'bob' ORDER BY points DESC LIMIT 2", True),
+    ("SELECT name FROM scores ORDER BY points LIMIT 2", False),
+])
+def test_another_answer_gets_the_re_runs_and_the_eager_verdict(
+        engine: Backend, pred_sql: str, match: bool) -> None:
+    run, ran = counting(engine)
+    pred = engine.execute(pred_sql)
+    deferred = run_gold(GOLD, "sqlite", run, deferred=True)
+    verdict = judge(deferred, pred, run)
+    assert verdict.match is match, verdict.reason
+    # the gold, its keyed and widened re-runs (then, for a miss, the NULL-order re-runs)
+    assert deferred.pending is None and len(ran) >= 3 and "LIMIT 1002" in ran[2]
+    eager = judge(run_gold(GOLD, "sqlite", engine.execute), pred, engine.execute)
+    assert (verdict.match, verdict.reason) == (eager.match, eager.reason)
+
+
+def test_a_gold_without_order_or_limit_defers_nothing(engine: Backend) -> None:
+    run, ran = counting(engine)
+    gold = run_gold("SELECT name FROM scores", "sqlite", run, deferred=True)
+    assert gold.pending is None and ran == ["SELECT name FROM scores"]
+
+
+def test_unresolved_keys_as_a_bag_always_get_the_re_runs(engine: Backend) -> None:
+    """As a bag, rows in another order would match the gold as written but not the keyed
+    re-run, which resolves the ORDER BY: the re-runs decide."""
+    run, ran = counting(engine)
+    pred = engine.execute("SELECT name FROM (SELECT name FROM scores ORDER BY points DESC "
+                          "LIMIT 2) ORDER BY name DESC")
+    deferred = run_gold(GOLD, "sqlite", run, deferred=True)
+    verdict = judge(deferred, pred, run, unresolved_order_keys="bag")
+    eager = judge(run_gold(GOLD, "sqlite", engine.execute), pred, engine.execute,
+                  unresolved_order_keys="bag")
+    assert deferred.pending is None and len(ran) >= 3
+    assert (verdict.match, verdict.reason) == (eager.match, eager.reason)

@@ -56,6 +56,12 @@ def test_sweep_bench_on_embedded_engines(tmp_path: Path) -> None:
     assert "polysql/engine" in output and "warm re-evaluation" in output
 
 
+def test_eval_bench_against_a_bird_style_pool(tmp_path: Path) -> None:
+    output = run_benchmark("eval_bench", tmp_path, "--rows", "1k", "--questions", "20",
+                           "--rounds", "1", "--work", str(tmp_path / "work"))
+    assert "ratio polysql / baseline" in output and "accuracy 1.000 both" in output
+
+
 def _server(engine: str, variable: str, default: str) -> str:
     availability.require_client(engine)
     url = os.environ.get(variable, default)

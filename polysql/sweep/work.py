@@ -85,6 +85,7 @@ class SweepWork:
         self._gold_rerun: dict[str, Callable[..., Result]] = {}  # (sql, *, max_rows=None)
         self._out: Any = None  # the results file, open for appending while workers run
         self._helpers: ThreadPoolExecutor | None = None  # more workers per engine, while running
+        self._broken: set[str] = set()  # engines a worker failed on (its error goes up)
 
     def run(self, pending: dict[str, list[WorkItem]]) -> None:
         need_gold = {item.question.id: item.question for items in pending.values() for item in items}
@@ -134,6 +135,9 @@ class SweepWork:
                        for slot in range(1, workers)]
             try:
                 self._gold_worker(waiting, golds, 0)
+            except BaseException:
+                waiting.clear()  # the helpers stop too; the error goes up
+                raise
             finally:
                 wait(helpers)
             for helper in helpers:
@@ -142,7 +146,11 @@ class SweepWork:
 
     def _gold_helper(self, waiting: deque[Question], golds: dict[str, GoldRuns], slot: int) -> None:
         with self.timings.lane(GOLD_LANE):
-            self._gold_worker(waiting, golds, slot)
+            try:
+                self._gold_worker(waiting, golds, slot)
+            except BaseException:
+                waiting.clear()  # the other workers stop too
+                raise
 
     def _gold_worker(self, waiting: deque[Question], golds: dict[str, GoldRuns], slot: int) -> None:
         """Runs gold queries taken from ``waiting`` through ``slot``'s connections."""
@@ -200,6 +208,9 @@ class SweepWork:
                 for slot in range(1, min(self._workers(spec), len(inline) + 1))]
             try:
                 self._main_work(spec, info, inline, generating)
+            except BaseException:
+                self._broken.add(spec.name)  # the helpers stop too; the error goes up
+                raise
             finally:
                 wait(helpers)
             for helper in helpers:
@@ -238,15 +249,20 @@ class SweepWork:
                     item = inline.popleft()
                 except IndexError:
                     return
-                if not self._process_isolated(spec, info, item, None, slot):
-                    return
+                try:
+                    if not self._process_isolated(spec, info, item, None, slot):
+                        return
+                except BaseException:
+                    self._broken.add(spec.name)  # the engine's other workers stop too
+                    raise
 
     def _workers(self, spec: EngineSpec) -> int:
         return engine_workers(spec, self.workers)
 
     def _engine_usable(self, spec: EngineSpec) -> bool:
-        """No stop was asked for and no worker abandoned the engine."""
-        return not self.executor.stopping and spec.name not in self.dead
+        """No stop was asked for, and no worker abandoned the engine or failed on it."""
+        return (not self.executor.stopping and spec.name not in self.dead
+                and spec.name not in self._broken)
 
     def _process_isolated(self, spec: EngineSpec, info: TargetEngine, item: WorkItem,
                           future: Future[Prediction] | None, slot: int = 0) -> bool:

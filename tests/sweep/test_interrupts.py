@@ -64,15 +64,22 @@ def finish(process: subprocess.Popen[str], within: float) -> tuple[int, str, str
     return process.returncode, out, err
 
 
-def test_ctrl_c_twice_cancels_the_running_statement_and_counts_right(tmp_path: Path) -> None:
-    process, run = start_sweep(tmp_path)
-    wait_for_records(run, 1, process)
+def ctrl_c_twice(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """Ctrl-C, which must wait for the running statement; then Ctrl-C again, which cancels it
+    and ends the sweep with exit 130."""
     process.send_signal(signal.SIGINT)
     time.sleep(1.5)
     assert process.poll() is None, "the first Ctrl-C must wait for the running statement"
     process.send_signal(signal.SIGINT)
     code, out, err = finish(process, within=30)
     assert code == 130, err
+    return code, out, err
+
+
+def test_ctrl_c_twice_cancels_the_running_statement_and_counts_right(tmp_path: Path) -> None:
+    process, run = start_sweep(tmp_path)
+    wait_for_records(run, 1, process)
+    code, out, err = ctrl_c_twice(process)
     assert f"stopping: waiting for 1 running statement(s) (up to {TIMEOUT} s); Ctrl-C again to " \
            "cancel them" in err
     assert "cancelling 1 running statement(s)" in err
@@ -91,12 +98,7 @@ def test_ctrl_c_twice_beside_other_workers_cancels_only_what_runs(tmp_path: Path
     the cancel stops that one, and it alone is pending."""
     process, run = start_sweep(tmp_path, workers=2)
     wait_for_records(run, 2, process)
-    process.send_signal(signal.SIGINT)
-    time.sleep(1.5)
-    assert process.poll() is None, "the first Ctrl-C must wait for the running statement"
-    process.send_signal(signal.SIGINT)
-    code, out, err = finish(process, within=30)
-    assert code == 130, err
+    code, out, err = ctrl_c_twice(process)
     assert "stopping: waiting for 1 running statement(s)" in err
     assert "cancelling 1 running statement(s)" in err
     records = [json.loads(line) for line in (run / RESULTS_FILE).read_text().splitlines()]

@@ -16,7 +16,7 @@ timeout, row limit and comparison policy. The dataset's files are never modified
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset, spec_in
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import resolve_policy
-from polysql.normalizers.gold import GoldRuns, judge, run_gold
+from polysql.normalizers.gold import GoldRuns, judge_within_row_cap, run_gold
 
 #: the transpile verdicts, from best to worst
 TRANSPILE_VERDICTS = ("match", "result_differs", "exec_error", "transpile_failure")
@@ -143,7 +143,7 @@ class SourceDatabases:
         self.timeout = timeout
         self.max_rows = max_rows
         self._backends: dict[str, Backend] = {}
-        self._results: dict[tuple[str, str], Result] = {}
+        self._results: dict[tuple[str, str, int], Result] = {}
         self._golds: dict[tuple[str, str, str], GoldRuns] = {}
 
     def backend(self, db_id: str) -> Backend:
@@ -151,17 +151,21 @@ class SourceDatabases:
             self._backends[db_id] = connect(self.dataset.database_url(db_id), read_only=True)
         return self._backends[db_id]
 
-    def run(self, db_id: str, sql: str) -> Result:
-        key = (db_id, sql)
+    def run(self, db_id: str, sql: str, max_rows: int | None = None) -> Result:
+        """``sql``'s result on ``db_id`` under ``max_rows`` (the run's row cap unless given)."""
+        cap = self.max_rows if max_rows is None else max_rows
+        key = (db_id, sql, cap)
         if key not in self._results:
             self._results[key] = self.backend(db_id).execute(sql, timeout=self.timeout,
-                                                             max_rows=self.max_rows)
+                                                             max_rows=cap)
         return self._results[key]
 
     def gold(self, db_id: str, sql: str, dialect: str) -> GoldRuns:
         key = (db_id, sql, dialect)
         if key not in self._golds:
-            self._golds[key] = run_gold(sql, dialect, lambda text: self.run(db_id, text))
+            # re-runs for ties only when a translation is not the gold's own answer, as a sweep
+            self._golds[key] = run_gold(sql, dialect, lambda text: self.run(db_id, text),
+                                        deferred=True)
         return self._golds[key]
 
     def close(self) -> None:
@@ -313,7 +317,13 @@ def _judge(record: dict[str, Any], sources: SourceDatabases,
             verdict = "exec_error"
             reason = f"the translation fails on the source database: {result.error.message}"
         else:
-            judged = judge(gold, result, lambda text: sources.run(db_id, text), **policy)
+            def rerun(max_rows: int) -> tuple[Callable[[str], Result], Result]:
+                # as a sweep judges a verdict that rests on rows the row cap cut off
+                return (lambda text: sources.run(db_id, text, max_rows),
+                        sources.run(db_id, transpiled, max_rows))
+
+            judged = judge_within_row_cap(gold, result, lambda text: sources.run(db_id, text),
+                                          rerun, sources.max_rows, **policy).verdict
             verdict = "match" if judged.match else "result_differs"
             reason = judged.reason
     return TranspileJudgement(

@@ -221,3 +221,24 @@ def test_a_run_swept_with_a_relative_dataset_path_is_audited_from_anywhere(
     result = polysql("audit", "transpile", "../swept_in/run", "--out", "audit")
     assert result.exit_code == 0, result.output
     assert (elsewhere / "audit" / "transpile_audit.csv").exists()
+
+
+def test_results_cut_at_the_row_cap_are_judged_as_the_sweep_judged_them(
+        polysql: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo gold returns 72 rows with no ORDER BY; the DuckDB prediction asks for them
+    descending. Under a 10-row cap each side keeps other rows: the sweep ran both again under a
+    higher cap and matched, and the translation judged on SQLite must be too."""
+    monkeypatch.setenv("POLYSQL_CACHE", str(tmp_path / "cache"))
+    gold = "SELECT order_id FROM order_items GROUP BY order_id HAVING COUNT(*) > 4"
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"question_id": "demo-011",
+                                       "sql": f"{gold} ORDER BY order_id DESC"}) + "\n",
+                           encoding="utf-8")
+    run, out = tmp_path / "run", tmp_path / "audit"
+    sweep(polysql, "--dataset", "demo", "--engines", "sqlite,duckdb", "--question", "demo-011",
+          "--predictor", f"desc={predictions}", "--max-rows", "10", "--out", str(run))
+    result = polysql("audit", "transpile", str(run), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    (row,) = read_csv(out / "transpile_audit.csv")
+    assert (row["engine"], row["dual_status"], row["transpile_verdict"]) == ("duckdb", "match",
+                                                                             "match"), row

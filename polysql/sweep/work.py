@@ -161,9 +161,16 @@ class SweepWork:
                 return
             spec = self._gold_spec(question)
             source = self.dataset.database_url(question.db_id)
-            with self.timings.stage("load"):
-                backend = self.fleet.backend(spec, question.db_id, source, slot)
-                fingerprint = self.fleet.fingerprint(spec, question.db_id)
+            try:
+                with self.timings.stage("load"):
+                    backend = self.fleet.backend(spec, question.db_id, source, slot)
+                    fingerprint = self.fleet.fingerprint(spec, question.db_id)
+            except EngineError as exc:
+                if not slot:
+                    raise
+                waiting.appendleft(question)  # for a worker that has a connection
+                self._fewer_workers("gold queries", str(exc))
+                return
             run = functools.partial(self.executor.execute, backend, spec, fingerprint)
             try:
                 with self.timings.stage("gold"):
@@ -252,6 +259,10 @@ class SweepWork:
                 try:
                     if not self._process_isolated(spec, info, item, None, slot):
                         return
+                except _NoConnection as exc:
+                    inline.appendleft(item)  # for a worker that has a connection
+                    self._fewer_workers(f"engine {spec.name}", str(exc))
+                    return
                 except BaseException:
                     self._broken.add(spec.name)  # the engine's other workers stop too
                     raise
@@ -273,7 +284,7 @@ class SweepWork:
             return self._process(spec, info, item, prediction, slot)
         except Cancelled:
             return False
-        except (PolysqlError, KeyboardInterrupt):
+        except (PolysqlError, KeyboardInterrupt, _NoConnection):
             raise
         except Exception as exc:  # noqa: BLE001 - recorded as an internal error, never as a verdict
             what = (f"question {item.question.id} / {item.predictor.name} / {spec.name}: "
@@ -293,8 +304,14 @@ class SweepWork:
                 return self.fleet.backend(spec, question.db_id,
                                           self.dataset.database_url(question.db_id), slot)
         except EngineError as exc:
+            if slot:  # one more connection refused (a server's connection limit, say)
+                raise _NoConnection(str(exc)) from exc
             self._abandon(spec, str(exc))
             return None
+
+    def _fewer_workers(self, spec_name: str, why: str) -> None:
+        self.observer.message(f"{spec_name}: a worker could not open a connection of its own "
+                              f"({why}); the others go on")
 
     def _abandon(self, spec: EngineSpec, why: str) -> None:
         with self._write_lock:  # said once, whichever of the engine's workers saw it first
@@ -397,3 +414,7 @@ class SweepWork:
                 self.written += 1
         self.observer.advance(record)
         return True
+
+
+class _NoConnection(Exception):
+    """A worker beyond the first could not open its own connection: it stops, the others go on."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -114,3 +115,26 @@ def test_an_engine_that_stays_down_is_abandoned_and_its_work_stays_pending(
     assert {r["status"] for r in written} == {"match"}  # nothing recorded for the outage
     summary = json.loads((folder / "run" / "summary.json").read_text(encoding="utf-8"))
     assert summary["status"] == "incomplete" and summary["pending"] == QUESTIONS - len(written)
+
+
+def test_a_server_that_admits_one_connection_gets_one_worker(
+        setup: tuple[URL, Path, str]) -> None:
+    """The copy is built by a first sweep; then the database admits one evaluation connection
+    at a time: the second worker cannot open its own, says so, and the first does all the work."""
+    server, folder, db_id = setup
+    first = start(server, folder)
+    assert first.wait(timeout=120) == 0
+    with pg_fixtures.admin_connection(server, "postgres") as admin:
+        (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                (f"%{db_id}%",)).fetchone()
+        admin.execute(f'ALTER DATABASE "{name}" CONNECTION LIMIT 1')
+    shutil.rmtree(folder / "run")
+    for cached in (folder / "cache").glob("executions.sqlite*"):  # every statement runs again
+        cached.unlink()
+    again = start(server, folder)
+    output, _ = again.communicate(timeout=120)
+    assert again.returncode == 0, output
+    assert "a worker could not open a connection of its own" in output
+    written = records(folder)
+    assert sorted(int(str(r["question_id"])) for r in written) == list(range(QUESTIONS))
+    assert {r["status"] for r in written} == {"match"}

@@ -248,9 +248,12 @@ class PostgresBackend(Backend):
                 retry = run_statement(conn, sql, timeout=timeout, max_rows=max_rows,
                                       server_timeout=self._server_timeout, engine=self.name,
                                       flight=flight, search_path=self._fold_path)
-                if retry.error is not None:
-                    return result  # the error as the SQL reads against the loaded names
                 retry.elapsed += result.elapsed
+                if retry.error is not None and retry.error.sqlstate in _UNDEFINED_NAME:
+                    return result  # unknown in both layouts: the error against the loaded names
+                # Read in pgloader's layout it ran, or failed past its names (an operator or
+                # function that does not exist, a type error, a timeout): that is what is wrong
+                # with it, not the names the first reading could not find.
                 return retry
             finally:
                 self._pool.release(conn)

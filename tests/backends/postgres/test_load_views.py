@@ -86,6 +86,20 @@ def test_a_statement_mixing_both_layouts_in_one_table_fails_with_the_first_error
         assert missing.error is not None and 'column "nope" does not exist' in missing.error.message
 
 
+def test_a_statement_that_fails_past_its_names_reports_that_failure(loader, copy):
+    """Read in pgloader's layout, the statement finds its tables and then fails for another
+    reason: that reason is the result, not the names the exact layout could not find."""
+    with loader.evaluation(copy) as backend:
+        operator = backend.execute("SELECT TrackId // 2 FROM Track")
+        assert operator.error is not None and operator.error.sqlstate == "42883"
+        assert "operator does not exist" in operator.error.message
+        zero = backend.execute("SELECT count(*) / 0 FROM track t JOIN album a "
+                               "ON a.albumid = t.albumid")
+        assert zero.error is not None and zero.error.sqlstate == "22012", zero.error
+        unknown = backend.execute("SELECT nope FROM track")
+        assert unknown.error is not None and 'relation "track"' in unknown.error.message
+
+
 def test_views_are_not_tables_and_cannot_be_written(loader, copy):
     with loader.evaluation(copy) as backend:
         assert {table.name for table in backend.tables()} == {

@@ -18,7 +18,7 @@ from polysql.backends.base import Backend
 from polysql.core.digest import content_digest
 from polysql.core.errors import ConfigError
 from polysql.core.schema import LoadReport
-from polysql.engines.copies import EvaluationCopies, engine_name, layout_digest
+from polysql.engines.copies import EvaluationCopies, engine_name, layout_digest, names_existing
 from polysql.engines.registry import alias_url, backend_class, parse_url
 
 
@@ -75,6 +75,23 @@ class EngineFleet:
         return spec.backend.evaluation_url(
             spec.url, dataset=self.dataset_name, db_id=db_id, cache_dir=self.cache_dir
         )
+
+    def unused_database(self, spec: EngineSpec, db_id: str) -> str | None:
+        """A warning when ``spec``'s URL names a database (a file, a server database) the sweep
+        does not use: copies go where the engine keeps them whatever that part says, and only a
+        URL holding ``{db_id}`` names databases to evaluate on. None when nothing is ignored."""
+        given = spec.url.database
+        if not given or names_existing(spec.url):
+            return None
+        target = self.target_url(spec, db_id)
+        unnamed = spec.backend.evaluation_url(spec.url.set(database=None), dataset=self.dataset_name,
+                                              db_id=db_id, cache_dir=self.cache_dir)
+        if target != unnamed:
+            return None  # the engine builds its copies on what the URL names
+        return (f"engine {spec.name}: {given!r} in its URL is not used; a sweep evaluates on copies "
+                f"it builds (database {db_id} is at {target.render_as_string(hide_password=True)}). "
+                f"To evaluate on databases that already hold the data, write {{db_id}} in its "
+                f"place; to see this no more, leave the database out of the URL")
 
     def backend(self, spec: EngineSpec, db_id: str, source_url: str, slot: int = 0) -> Backend:
         """The open evaluation copy of ``db_id`` on ``spec``'s engine, through ``slot``'s

@@ -70,6 +70,10 @@ class Sweep:
         # Built before planning: an existing database the plan reads for its fingerprint stays
         # open for the work, instead of being opened (and its tables counted) a second time.
         self._fleet = EngineFleet(cache_dir(), self.dataset.name)
+        first_database = next(iter(self.dataset.db_ids()), None)
+        if first_database is not None:
+            self.problems.extend(note for spec in self.engines
+                                 if (note := self._fleet.unused_database(spec, first_database)))
         self._inputs = RecordInputs(self._database_fingerprint, self._target_fingerprint)
         self._crash: BaseException | None = None  # an error of the work thread, raised in run()
 

@@ -150,3 +150,21 @@ def test_a_bad_policy_option_fails_before_any_work(tmp_path: Path) -> None:
     code, output = sweep("--out", str(run), "--limit", "1", "--policy", "no_such_rule=1")
     assert code == EXIT_CONFIG and "valid options are" in output
     assert not (run / "results.jsonl").exists()
+
+
+def test_a_database_named_in_an_engine_url_that_the_sweep_does_not_use_is_warned_about(
+        tmp_path: Path) -> None:
+    """A sweep builds its own copies; a file or database named in an engine URL (other than a
+    {db_id} template) is not used, and the output says so, with where the copy is instead."""
+    mine = tmp_path / "mine.duckdb"
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "2", "--predictor", "gold",
+                         "--engines", f"sqlite,duckdb:///{mine}")
+    assert code == 0, output
+    flat = " ".join(output.split())
+    assert f"engine duckdb: '{mine}' in its URL is not used" in flat
+    assert "write {db_id} in its place" in flat and "retail.duckdb" in flat
+    assert not mine.exists()
+    code, output = sweep("--out", str(tmp_path / "plain"), "--limit", "2", "--predictor", "gold",
+                         "--engines", "sqlite:///,duckdb://")
+    assert code == 0 and "is not used" not in output

@@ -11,7 +11,9 @@ writing records.
 Stages nest (the engine executes inside the gold stage, the cache is read inside an
 execution...), and each stage is counted *exclusive* of the stages inside it, so a lane's stages
 add up to its wall time with nothing counted twice. The part of a lane no stage claims is
-``other`` (waiting for model answers, the loop's own bookkeeping).
+``other`` (waiting for model answers, the loop's own bookkeeping). A worker that has run out of
+work and waits for the lane's other workers to finish counts that wait nowhere (:meth:`idle`):
+the work it waits for is counted by the worker doing it.
 
 Engine time is the ``execute`` stage alone: the wall time around the backend's ``execute``
 (statement, fetch and the driver's conversion of rows). polysql's own time is everything else
@@ -148,6 +150,18 @@ class SweepTimings:
             if stack:
                 stack[-1].inner += elapsed
             self._add(self._lane_name(), name, elapsed - frame.inner)
+
+    @contextmanager
+    def idle(self) -> Iterator[None]:
+        """A wait for the lane's other workers to finish: counted in no stage (the work waited
+        for is counted where it is done), and not as ``other`` around it either."""
+        stack = self._stack()
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            if stack:
+                stack[-1].inner += time.perf_counter() - started
 
     def _add(self, lane: str, stage: str, seconds: float) -> None:
         with self._lock:

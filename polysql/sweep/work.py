@@ -139,7 +139,8 @@ class SweepWork:
                 waiting.clear()  # the helpers stop too; the error goes up
                 raise
             finally:
-                wait(helpers)
+                with self.timings.idle():
+                    wait(helpers)
             for helper in helpers:
                 helper.result()  # re-raise a helper's unexpected error
         return golds
@@ -219,7 +220,8 @@ class SweepWork:
                 self._broken.add(spec.name)  # the helpers stop too; the error goes up
                 raise
             finally:
-                wait(helpers)
+                with self.timings.idle():  # the helpers' last items count where they run
+                    wait(helpers)
             for helper in helpers:
                 helper.result()  # re-raise a helper's unexpected error
         finally:

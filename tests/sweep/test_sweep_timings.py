@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,26 @@ def test_nested_stages_are_counted_once_and_threads_keep_their_lanes() -> None:
     with timings.stage("plan"):  # a thread that named no lane counts into the main one
         pass
     assert timings.lanes()["sweep"].counts == {"plan": 1}
+
+
+def test_a_worker_waiting_for_the_lanes_other_workers_counts_the_wait_nowhere() -> None:
+    """Two workers in one lane: one executes for a while, the other has nothing left to do and
+    waits for it. The wait is not polysql's time (nor anything else's): only the work is."""
+    timings = SweepTimings()
+    started = threading.Event()
+
+    def busy() -> None:
+        with timings.lane("duckdb"), timings.stage("execute"):
+            started.set()
+            time.sleep(0.3)
+
+    with timings.lane("duckdb"):
+        helper = threading.Thread(target=busy)
+        helper.start()
+        started.wait()
+        with timings.idle():
+            helper.join()
+    lane = timings.lanes()["duckdb"]
+    assert lane.engine == pytest.approx(0.3, abs=0.1)
+    assert lane.polysql < 0.05, lane.seconds
+    assert lane.threads == 2

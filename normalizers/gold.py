@@ -194,7 +194,10 @@ def judge_within_row_cap(gold: GoldRuns, pred: Result, run: Callable[[str], Resu
     the re-runs it was reached on, when there were some."""
     options = {key: value for key, value in policy.items() if key != "policy"}
     as_sets = resolve_policy(policy.get("policy"), options).set_semantics
-    judged = Judged(judge(gold, pred, run, ordered=ordered, **policy), gold, pred)
+    judged: Judged | None = None
+    # Whether the verdict would rest on cut rows depends on the results alone, so the rows as
+    # cut are judged only when no re-run replaces them (judging two cut sides of a large
+    # result, which mostly differ, costs as much as judging the re-run's).
     if rerun is not None and rests_on_cut_rows(gold.result, pred, set_semantics=as_sets):
         higher = row_cap * ROW_CAP_GROWTH
         run_higher, pred_higher = rerun(higher)
@@ -204,6 +207,8 @@ def judge_within_row_cap(gold: GoldRuns, pred: Result, run: Callable[[str], Resu
             again = judge(gold_higher, pred_higher, run_higher, ordered=ordered, **policy)
             again.details["row_cap"] = higher
             judged = Judged(again, gold_higher, pred_higher)
+    if judged is None:
+        judged = Judged(judge(gold, pred, run, ordered=ordered, **policy), gold, pred)
     if rests_on_cut_rows(judged.gold.result, judged.pred, set_semantics=as_sets):
         judged.verdict.details["rests_on_cut_rows"] = True
     return judged

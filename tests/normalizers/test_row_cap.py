@@ -110,3 +110,33 @@ def test_polysql_compare_judges_past_the_default_cap(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "same 150000 rows as a bag" in done.stdout
+
+
+def test_the_cut_rows_are_not_judged_when_a_rerun_replaces_them(
+        engine: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judging two cut sides of a large result costs as much as judging the re-run's: once a
+    re-run is made and runs, only its results are judged; a failed re-run falls back to them."""
+    import polysql.normalizers.gold as gold_module
+
+    judged_sizes: list[int] = []
+    real_judge = gold_module.judge
+
+    def counting_judge(gold, pred, *args, **kwargs):  # the real judge, counted
+        judged_sizes.append(len(pred.rows))
+        return real_judge(gold, pred, *args, **kwargs)
+
+    monkeypatch.setattr(gold_module, "judge", counting_judge)
+    outcome = judged(engine, "SELECT x FROM t", "SELECT x FROM t ORDER BY x DESC", 100)
+    assert outcome.verdict.match and judged_sizes == [ROWS]
+
+    judged_sizes.clear()
+    gold = run_gold("SELECT x FROM t", "sqlite", lambda sql: engine.execute(sql, max_rows=100))
+    pred = engine.execute("SELECT x FROM t ORDER BY x DESC", max_rows=100)
+
+    def failing_rerun(max_rows: int) -> tuple[Callable[[str], Result], Result]:
+        return (lambda sql: engine.execute(sql, max_rows=max_rows),
+                Result.failed("timeout", "statement exceeded the 30s timeout"))
+
+    fallback = judge_within_row_cap(gold, pred, None, failing_rerun, 100)
+    assert judged_sizes == [100]
+    assert not fallback.verdict.match and fallback.verdict.details["rests_on_cut_rows"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.core.errors import DatasetError
+from polysql.core.json_errors import json_problem
 
 
 def read_text_file(path: Path, what: str) -> str:
@@ -36,7 +37,7 @@ def read_json_list(path: Path) -> list[Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+            f"{path}: not valid JSON ({json_problem(exc)})"
         ) from exc
     if not isinstance(data, list):
         raise DatasetError(
@@ -58,7 +59,7 @@ def read_json_lines(path: Path) -> list[tuple[int, Any]]:
             values.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise DatasetError(
-                f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}); each line "
+                f"{path}:{number}: not valid JSON ({json_problem(exc, line=False)}); each line "
                 f"must be one JSON object"
             ) from exc
     return values

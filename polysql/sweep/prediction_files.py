@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.core.errors import ConfigError, PredictionFileError
+from polysql.core.json_errors import json_problem
 from polysql.core.predictor import Prediction, Predictor, TargetEngine
 from polysql.datasets.base import Question
 from polysql.engines.registry import alias_names
@@ -284,7 +285,7 @@ class FilePredictor(Predictor[Question]):
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            self._reject(number, f"not valid JSON ({exc.msg} at column {exc.colno})", None)
+            self._reject(number, f"not valid JSON ({json_problem(exc, line=False)})", None)
             return
         if not isinstance(obj, dict):
             self._reject(number, f"expected a JSON object, got {type(obj).__name__}", None)

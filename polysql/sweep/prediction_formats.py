@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.core.errors import ConfigError, PredictionFileError
+from polysql.core.json_errors import json_problem
 
 #: What BIRD's evaluation script splits each value of a predictions file on: SQL before, db_id after.
 BIRD_SEPARATOR = "\t----- bird -----\t"
@@ -249,8 +250,8 @@ def read_bird(data: bytes, path: Path) -> PositionalFile:
         pairs = json.loads(text, object_pairs_hook=_Pairs)
     except json.JSONDecodeError as exc:
         raise PredictionFileError(
-            f"predictions file {path} is not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno} column "
-            f"{exc.colno}); {FORMATS['bird'].layout}") from exc
+            f"predictions file {path} is not valid JSON ({json_problem(exc)}); "
+            f"{FORMATS['bird'].layout}") from exc
     if not isinstance(pairs, _Pairs):
         raise PredictionFileError(f"predictions file {path}: expected a JSON object, got "
                                   f"{type(pairs).__name__}; {FORMATS['bird'].layout}")

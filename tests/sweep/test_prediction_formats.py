@@ -163,7 +163,7 @@ def test_a_bird_file_that_is_not_one_json_object_is_an_error_saying_where(tmp_pa
     with pytest.raises(PredictionFileError) as broken:
         read_bird(b'{\n    "0": "SELECT 1\\t----- bird -----\\tdb",\n    "1": "SELECT 2\n}', path)
     assert str(broken.value).startswith(
-        f"predictions file {path} is not valid JSON (Invalid control character at line 3 column 19); "
+        f"predictions file {path} is not valid JSON (Invalid control character at line 3, column 19); "
         "write one JSON object mapping each question's index")
     with pytest.raises(PredictionFileError, match=r"not valid UTF-8 \(byte 0xe9 on line 2\)"):
         read_bird(b'{\n"0": "SELECT \'caf\xe9\'\\t----- bird -----\\tdb"}', path)
@@ -355,7 +355,7 @@ def test_sweep_a_broken_bird_file_is_an_error_saying_where(tmp_path: Path) -> No
     run = tmp_path / "run"
     code, output = sweep(f"m={path}", run, "--limit", "2")
     assert code == EXIT_DATA, output
-    assert f"predictions file {path} is not valid JSON (" in output and "at line 3 column" in output
+    assert f"predictions file {path} is not valid JSON (" in output and "at line 3, column" in output
     assert not (run / "results.jsonl").exists()
 
 

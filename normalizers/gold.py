@@ -18,9 +18,11 @@ Comparison is pure: it never executes SQL. But two rules need more than the gold
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +54,10 @@ class GoldRuns:
     # The re-runs not made yet (run_gold(deferred=True)): ``compared``, ``hidden`` and
     # ``widened`` hold the gold as written until :meth:`gather` makes them.
     pending: Callable[[], Evidence] | None = field(default=None, repr=False, compare=False)
+    # Entered while waiting for another thread that is making the re-runs: a sweep counts that
+    # wait nowhere, since their time is counted in the thread that makes them.
+    waiting: Callable[[], AbstractContextManager[object]] = field(
+        default=contextlib.nullcontext, repr=False, compare=False)
     _gathering: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                        compare=False)
 
@@ -61,17 +67,27 @@ class GoldRuns:
 
     def gather(self) -> None:
         """Make the re-runs a deferred gold put off (once, whichever thread asks first)."""
-        with self._gathering:
+        if self.pending is None:
+            return
+        if not self._gathering.acquire(blocking=False):  # another thread is making them
+            with self.waiting():
+                self._gathering.acquire()
+        try:
             if self.pending is not None:
                 self.compared, self.hidden, self.widened = self.pending()
                 self.pending = None
+        finally:
+            self._gathering.release()
 
 
 def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
-             deferred: bool = False) -> GoldRuns:
+             deferred: bool = False,
+             waiting: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+             ) -> GoldRuns:
     """The gold run through ``run``, and the re-runs judging may need (see the module). With
     ``deferred`` the re-runs wait until a prediction is not simply the gold's own rows in the
-    gold's own order (:func:`judge` then gathers them): a prediction that is needs none."""
+    gold's own order (:func:`judge` then gathers them): a prediction that is needs none.
+    ``waiting`` is entered while one thread waits for another that is making them."""
     result = run(sql)
     if not result.ok:
         return GoldRuns(sql, dialect, result, result)
@@ -89,7 +105,7 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
         return compared, hidden, run(wider_sql) if wider_sql else None
 
     if deferred and (keyed is not None or widen_limit(sql, dialect) is not None):
-        return GoldRuns(sql, dialect, result, result, pending=evidence)
+        return GoldRuns(sql, dialect, result, result, pending=evidence, waiting=waiting)
     return GoldRuns(sql, dialect, result, *evidence())
 
 

@@ -176,7 +176,7 @@ class SweepWork:
             try:
                 with self.timings.stage("gold"):
                     golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run,
-                                                  deferred=True)
+                                                  deferred=True, waiting=self.timings.idle)
             except Cancelled:
                 return
             self._gold_rerun[question.id] = run

@@ -4,7 +4,9 @@ made up front."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -85,3 +87,35 @@ def test_unresolved_keys_as_a_bag_always_get_the_re_runs(engine: Backend) -> Non
                   unresolved_order_keys="bag")
     assert deferred.pending is None and len(ran) >= 3
     assert (verdict.match, verdict.reason) == (eager.match, eager.reason)
+
+
+def test_a_thread_waiting_for_another_making_the_re_runs_says_so(engine: Backend) -> None:
+    """Two threads judge against one deferred gold at once: the re-runs are made once, and the
+    thread that waits for them enters ``waiting`` (a sweep counts that wait nowhere)."""
+    started, release = threading.Event(), threading.Event()
+    run, ran = counting(engine)
+
+    def slow_run(sql: str) -> Result:
+        if sql != GOLD:  # a re-run: hold it until the other thread is waiting
+            started.set()
+            release.wait(5)
+        return run(sql)
+
+    waits: list[str] = []
+
+    @contextlib.contextmanager
+    def waiting() -> Iterator[None]:
+        waits.append(threading.current_thread().name)
+        release.set()
+        yield
+
+    gold = run_gold(GOLD, "sqlite", slow_run, deferred=True, waiting=waiting)
+    other = engine.execute("SELECT name FROM scores ORDER BY points DESC, name DESC LIMIT 2")
+    first = threading.Thread(target=gold.gather, name="first")
+    first.start()
+    assert started.wait(5)
+    judged = judge(gold, other, slow_run)  # this thread finds the re-runs being made
+    first.join(5)
+    assert waits and "first" not in waits
+    assert len([sql for sql in ran if sql != GOLD]) == 2  # keyed and widened, once each
+    assert judged.match, judged.reason

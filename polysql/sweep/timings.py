@@ -11,9 +11,9 @@ writing records.
 Stages nest (the engine executes inside the gold stage, the cache is read inside an
 execution...), and each stage is counted *exclusive* of the stages inside it, so a lane's stages
 add up to its wall time with nothing counted twice. The part of a lane no stage claims is
-``other`` (waiting for model answers, the loop's own bookkeeping). A worker that has run out of
-work and waits for the lane's other workers to finish counts that wait nowhere (:meth:`idle`):
-the work it waits for is counted by the worker doing it.
+``other`` (waiting for model answers, the loop's own bookkeeping). A worker waiting for work
+another thread is doing (the lane's other workers finishing, a gold's re-runs another worker
+makes) counts that wait nowhere (:meth:`idle`): the work is counted by the thread doing it.
 
 Engine time is the ``execute`` stage alone: the wall time around the backend's ``execute``
 (statement, fetch and the driver's conversion of rows). polysql's own time is everything else
@@ -153,8 +153,9 @@ class SweepTimings:
 
     @contextmanager
     def idle(self) -> Iterator[None]:
-        """A wait for the lane's other workers to finish: counted in no stage (the work waited
-        for is counted where it is done), and not as ``other`` around it either."""
+        """A wait for work another thread is doing (the lane's other workers finishing their
+        last items, a gold's deferred re-runs another worker makes): counted in no stage, since
+        that work is counted where it is done, and not as ``other`` around it either."""
         stack = self._stack()
         started = time.perf_counter()
         try:

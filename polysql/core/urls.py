@@ -19,3 +19,10 @@ def parse_url(url: str | URL) -> URL:
             f"cannot parse engine URL {url!r}: expected scheme://..., e.g. "
             "'sqlite:///path/to/db.sqlite' or 'duckdb:///path/to/db.duckdb'"
         ) from exc
+
+
+def without_database(url: URL) -> URL:
+    """``url`` with no database part. (``URL.set(database=None)`` leaves it as it is: ``set``
+    skips every argument given as None.)"""
+    return URL.create(url.drivername, username=url.username, password=url.password,
+                      host=url.host, port=url.port, database=None, query=url.query)

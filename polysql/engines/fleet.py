@@ -18,6 +18,7 @@ from polysql.backends.base import Backend
 from polysql.core.digest import content_digest
 from polysql.core.errors import ConfigError
 from polysql.core.schema import LoadReport
+from polysql.core.urls import without_database
 from polysql.engines.copies import EvaluationCopies, engine_name, layout_digest, names_existing
 from polysql.engines.registry import alias_url, backend_class, parse_url
 
@@ -84,7 +85,7 @@ class EngineFleet:
         if not given or names_existing(spec.url):
             return None
         target = self.target_url(spec, db_id)
-        unnamed = spec.backend.evaluation_url(spec.url.set(database=None), dataset=self.dataset_name,
+        unnamed = spec.backend.evaluation_url(without_database(spec.url), dataset=self.dataset_name,
                                               db_id=db_id, cache_dir=self.cache_dir)
         if target != unnamed:
             return None  # the engine builds its copies on what the URL names

@@ -29,6 +29,7 @@ from polysql.core.errors import EngineError, PolysqlError
 from polysql.core.model import Result, Verdict
 from polysql.core.predictor import Prediction, Predictor, TargetEngine
 from polysql.core.store import ResultsStore
+from polysql.core.urls import without_database
 from polysql.datasets.base import Dataset, Question
 from polysql.engines.copies import names_existing
 from polysql.engines.ddl import render_schema
@@ -114,7 +115,7 @@ class SweepWork:
     def _gold_spec(self, question: Question) -> EngineSpec:
         url = parse_url(self.dataset.database_url(question.db_id))
         cls = backend_class(url)
-        return EngineSpec(name=f"gold:{cls.name}", url=url.set(database=None), backend=cls)
+        return EngineSpec(name=f"gold:{cls.name}", url=without_database(url), backend=cls)
 
     def _run_golds(self, questions: list[Question]) -> dict[str, GoldRuns]:
         with self.timings.lane(GOLD_LANE):

@@ -115,3 +115,17 @@ def test_a_worker_waiting_for_the_lanes_other_workers_counts_the_wait_nowhere() 
     assert lane.engine == pytest.approx(0.3, abs=0.1)
     assert lane.polysql < 0.05, lane.seconds
     assert lane.threads == 2
+
+
+def test_a_prediction_that_is_the_gold_sql_on_the_gold_engine_reuses_its_execution(
+        tmp_path: Path) -> None:
+    """The gold lane and the SQLite lane read the same copy with the same engine: a prediction
+    whose SQL is the gold's is served by the gold's execution, not run a second time."""
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "5", "--engines", "sqlite",
+                         "--predictor", "gold")
+    assert code == 0, output
+    lanes = json.loads((run / "timings.json").read_text())["lanes"]
+    assert lanes["gold"]["counts"]["execute"] >= 5
+    assert "execute" not in lanes["sqlite"]["counts"], lanes["sqlite"]
+    assert "5 execution cache hits" in " ".join(output.split())

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from polysql.backends.base import Backend
 from polysql.core.model import Result
+from polysql.core.urls import without_database
+from polysql.engines.copies import names_existing
 from polysql.engines.fleet import EngineSpec
 from polysql.sweep.execution_cache import ExecutionCache, execution_key
 from polysql.sweep.timings import SweepTimings
@@ -19,8 +21,12 @@ from polysql.sweep.timings import SweepTimings
 
 def _engine_key(spec: EngineSpec) -> str:
     """What the cache knows an engine by: its name and URL, and the form its values are decoded
-    in when that changed since the first (keys made before such a change stay the same)."""
-    key = f"{spec.backend.name}|{spec.url.render_as_string(hide_password=True)}"
+    in when that changed since the first (keys made before such a change stay the same). The
+    database part of a URL the sweep builds copies through names nothing it reads (the copy's
+    content is in the key's fingerprint), so 'sqlite://', 'sqlite:///' and the gold lane's
+    URL are one engine; a ``{db_id}`` URL keeps it."""
+    url = spec.url if names_existing(spec.url) else without_database(spec.url)
+    key = f"{spec.backend.name}|{url.render_as_string(hide_password=True)}"
     form = spec.backend.info.result_form
     return f"{key}|{form}" if form else key
 

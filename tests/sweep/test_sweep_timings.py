@@ -129,3 +129,10 @@ def test_a_prediction_that_is_the_gold_sql_on_the_gold_engine_reuses_its_executi
     assert lanes["gold"]["counts"]["execute"] >= 5
     assert "execute" not in lanes["sqlite"]["counts"], lanes["sqlite"]
     assert "5 execution cache hits" in " ".join(output.split())
+    # however the URL spells "no database", it is the same engine
+    again = tmp_path / "again"
+    code, output = sweep("--out", str(again), "--limit", "5", "--engines", "sqlite:///",
+                         "--predictor", "gold")
+    assert code == 0, output
+    assert "execute" not in json.loads((again / "timings.json").read_text())["lanes"]["sqlite"][
+        "counts"]

@@ -142,3 +142,21 @@ def test_a_file_that_is_not_a_database_is_named_with_how_to_fix(tmp_path: Path) 
     with polysql.connect(f"sqlite:///{path}") as source, \
             pytest.raises(EngineError, match="is not a SQLite database: point the URL at"):
         source.tables()
+
+
+def test_evaluation_reads_through_a_memory_map_that_evaluated_sql_cannot_change(
+        db_file: Path) -> None:
+    from polysql.backends.sqlite.connect import open_connection
+
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        refused = backend.execute("PRAGMA mmap_size = 0")
+        assert refused.error is not None and refused.error.kind == "forbidden"
+        assert backend.execute('SELECT a FROM "T" WHERE a = 1').rows == [(1,)]
+        conn = backend._connection()
+        conn.set_authorizer(None)  # to read the setting; evaluated SQL may not
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+    writer = open_connection(db_file, read_only=False)
+    try:
+        assert writer.execute("PRAGMA mmap_size").fetchone()[0] == 0  # loads write: no map
+    finally:
+        writer.close()

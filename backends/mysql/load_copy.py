@@ -30,7 +30,13 @@ from polysql.backends.mysql.load_pipe import PipedRows, pipes_work
 from polysql.backends.mysql.load_rows import ReadCancelled, TableRows
 from polysql.backends.mysql.load_spool import InsertSpool, Spool, spool_table
 from polysql.backends.mysql.setup import quote_ident
-from polysql.backends.mysql.types import MAX_KEY_BYTES, ColumnStats, Physical, physical_type
+from polysql.backends.mysql.types import (
+    MAX_KEY_BYTES,
+    ColumnStats,
+    Physical,
+    physical_type,
+    short_text_columns,
+)
 from polysql.core.errors import LoadError
 from polysql.core.naming import NameMode, convert_all
 from polysql.core.schema import Coercion, ForeignKey, Table
@@ -345,8 +351,11 @@ def _create_and_fill(conn: pymysql.connections.Connection, database: str, plan: 
                      coercions: list[Coercion]) -> None:
     table = plan.source
     nullable = [c.nullable for c in table.columns]
+    short = short_text_columns([c.type for c in table.columns], stats,
+                               [c.name in plan.keyed for c in table.columns])
     for index, (column, column_stats) in enumerate(zip(table.columns, stats, strict=True)):
-        physical = physical_type(column.type, column_stats, keyed=column.name in plan.keyed)
+        physical = physical_type(column.type, column_stats, keyed=column.name in plan.keyed,
+                                 short_text=index in short)
         plan.physical.append(physical)
         target_column = plan.target(column.name)
         if physical.note:

@@ -254,7 +254,7 @@ def test_rows_columns_and_engine_types(backend: MySQLBackend) -> None:
         'X\'00FF\' AS b FROM `Customer` ORDER BY id')
     assert result.ok, result.error
     assert result.columns == ["id", "Name", "balance", "d", "ts", "f", "n", "b"]
-    assert result.types == ["BIGINT", "TEXT", "DECIMAL", "DATE", "DATETIME", "DOUBLE", "NULL",
+    assert result.types == ["BIGINT", "VARCHAR", "DECIMAL", "DATE", "DATETIME", "DOUBLE", "NULL",
                             "VARBINARY"]
     first = result.rows[0]
     assert first[:3] == (1, "Zoë", Decimal("10.50"))

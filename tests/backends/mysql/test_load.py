@@ -105,7 +105,7 @@ def test_values_round_trip_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
     assert types["price"] == "decimal(10,2)" and types["wide"] == "decimal(30,10)"
     assert types["ratio"] == "double" and types["flag"] == "tinyint(1)"
     assert types["day"] == "date" and types["seen"] == "datetime(6)"  # 123456 and 000001
-    assert types["label"] == "text" and types["raw"] == "longblob"
+    assert types["label"] == "varchar(19)" and types["raw"] == "longblob"
     assert types["big"].startswith("bigint")
 
 
@@ -178,7 +178,7 @@ def test_names_are_kept_exactly(loader: fx.Loader, make_sqlite: Any) -> None:
     assert report.tables == {"order": 2, "user": 3, "OrderItems": 1, "Empty Table": 0}
     assert admin_rows(url, "SELECT `order`, `Key` FROM `user` ORDER BY `Key`") == [
         (1, "x"), (2, "y"), (None, "z")]
-    assert column_types(url, "Empty Table") == {"SomeText": "text", "When": "date",
+    assert column_types(url, "Empty Table") == {"SomeText": "varchar(1)", "When": "date",
                                                  "n": column_types(url, "Empty Table")["n"]}
     assert admin_rows(url, "SELECT IS_NULLABLE FROM information_schema.COLUMNS WHERE "
                            "TABLE_SCHEMA = %s AND COLUMN_NAME = 'n'", (url.database,)) == [("NO",)]
@@ -226,7 +226,7 @@ def test_keys_are_carried_and_enforced(loader: fx.Loader, make_sqlite: Any) -> N
     assert [(fk.columns, fk.ref_table, fk.ref_columns) for fk in schema["child"].foreign_keys] \
         == [(("parent_code",), "parent", ("code",))]
     declared = {c.name: c.declared_type for c in schema["parent"].columns}
-    assert declared == {"code": "varchar(2)", "note": "text"}  # keyed text is sized
+    assert declared == {"code": "varchar(2)", "note": "varchar(3)"}  # sized: keyed, short
     child = {c.name: (c.type.kind, c.declared_type) for c in schema["child"].columns}
     assert child["amount"] == ("decimal", "decimal(6,2)")
     conn = fx.admin_connection(url.set(database=None), url.database)
@@ -474,7 +474,7 @@ def test_declared_and_stored_types_disagreeing_are_reported(loader: fx.Loader,
     url, report = loader(make_sqlite(MIXED))
     assert report.tables == {"mixed": 4}
     types = column_types(url, "mixed")
-    assert types["qty"] == "text"  # 'five' cannot be an integer: the values win
+    assert types["qty"] == "varchar(4)"  # 'five' cannot be an integer: the values win
     by_column = {(c.table, c.column): c for c in report.coercions}
     assert ("mixed", "qty") in by_column
     infinities = by_column[("mixed", "score")]
@@ -726,3 +726,32 @@ def test_a_million_rows(loader: fx.Loader, tmp_path: Path) -> None:
                            "FROM big") == [(1_000_000, Decimal("125000125000.00"), 1_000_000,
                                             1_000_000)]
     assert elapsed < 600
+
+
+def test_short_text_becomes_varchar_within_the_row_budget(loader: fx.Loader,
+                                                          make_sqlite: Any) -> None:
+    """Short text outside keys is VARCHAR (MariaDB keeps GROUP BY's temporary table in memory
+    over it), longer text stays TEXT, and a table with more short text than InnoDB can hold in
+    its page still loads: the longest short columns stay TEXT."""
+    wide = ", ".join(f"c{i:03d} TEXT" for i in range(150))
+    values = ", ".join(f"'{'x' * 60}'" for _ in range(150))
+    url, report = loader(make_sqlite(f"""
+        CREATE TABLE labels (id INTEGER PRIMARY KEY, status TEXT, body TEXT);
+        INSERT INTO labels VALUES (1, 'shipped', '{"y" * 64}'), (2, 'a ', 'short'),
+                                  (3, 'a', NULL), (4, NULL, '');
+        CREATE TABLE wide (id INTEGER PRIMARY KEY, {wide});
+        INSERT INTO wide VALUES (1, {values});
+    """))
+    assert report.tables == {"labels": 4, "wide": 1}
+    types = column_types(url, "labels")
+    assert types["status"] == "varchar(7)" and types["body"] == "text"
+    wide_types = column_types(url, "wide")
+    short = [name for name, kind in wide_types.items() if kind == "varchar(60)"]
+    assert 0 < len(short) < 150  # as many as the budget allows, the rest TEXT
+    assert sum(kind == "text" for kind in wide_types.values()) == 150 - len(short)
+    assert admin_rows(url, f"SELECT {', '.join(wide_types)} FROM wide")[0][1:] == ("x" * 60,) * 150
+    # trailing spaces are kept, and grouping treats them as the collation does, as with TEXT
+    assert admin_rows(url, "SELECT status, LENGTH(status) FROM labels ORDER BY id") == [
+        ("shipped", 7), ("a ", 2), ("a", 1), (None, None)]
+    assert admin_rows(url, "SELECT COUNT(*) FROM labels GROUP BY status ORDER BY 1") == [
+        (1,), (1,), (2,)]

@@ -3,9 +3,8 @@
 Text is ``utf8mb4`` throughout. A text column that is part of a key must have a length to be
 indexed, so it becomes ``VARCHAR(n)`` with ``n`` its longest value; so does a short one (see
 :func:`short_text_columns`); other text columns become the smallest of TEXT/MEDIUMTEXT/LONGTEXT
-that holds their longest value. Blobs follow the same rule
-(``VARBINARY(n)`` when keyed, else LONGBLOB). Trailing spaces are kept: neither VARCHAR nor TEXT
-strips them (only CHAR would).
+that holds their longest value. Blobs become ``VARBINARY(n)`` when keyed, else LONGBLOB. Trailing
+spaces are kept: neither VARCHAR nor TEXT strips them (only CHAR would).
 """
 
 from __future__ import annotations
@@ -119,16 +118,11 @@ def short_text_columns(types: list[ColumnType], stats: list[ColumnStats],
     candidates: list[tuple[int, int]] = []
     for index, (column_type, column_stats, is_keyed) in enumerate(
             zip(types, stats, keyed, strict=True)):
-        kind = column_type.kind
-        if kind == "text" and not is_keyed and column_stats.max_chars <= SHORT_TEXT_CHARS:
+        if (column_type.kind == "text" and not is_keyed
+                and column_stats.max_chars <= SHORT_TEXT_CHARS):
             candidates.append((max(column_stats.max_chars, 1), index))
-            inline += _OFF_PAGE_BYTES  # as TEXT, until chosen
-        elif kind in ("text", "blob"):
-            key_bytes = (column_stats.max_chars * BYTES_PER_CHAR if kind == "text"
-                         else column_stats.max_bytes)
-            inline += key_bytes + 2 if is_keyed and key_bytes <= 255 else _OFF_PAGE_BYTES
-        else:
-            inline += physical_type(column_type, column_stats, keyed=False).key_bytes
+        # every candidate counted as the TEXT it would otherwise be
+        inline += _inline_bytes(physical_type(column_type, column_stats, keyed=is_keyed))
     chosen: set[int] = set()
     for length, index in sorted(candidates):
         grown = inline - _OFF_PAGE_BYTES + length * BYTES_PER_CHAR + 1
@@ -137,6 +131,16 @@ def short_text_columns(types: list[ColumnType], stats: list[ColumnStats],
         inline = grown
         chosen.add(index)
     return chosen
+
+
+def _inline_bytes(physical: Physical) -> int:
+    """The most bytes a column of this type takes in the row InnoDB keeps in its page."""
+    if not physical.indexable:  # TEXT, LONGBLOB
+        return _OFF_PAGE_BYTES
+    if physical.sql.startswith(("VARCHAR", "VARBINARY")):
+        # a length byte or two; above 255 bytes InnoDB may move the value off the page
+        return physical.key_bytes + 2 if physical.key_bytes <= 255 else _OFF_PAGE_BYTES
+    return physical.key_bytes  # fixed width
 
 
 def _text_type(max_bytes: int) -> str:

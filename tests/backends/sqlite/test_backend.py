@@ -10,6 +10,7 @@ import pytest
 
 import polysql
 from polysql.backends.sqlite.backend import SQLiteBackend
+from polysql.backends.sqlite.connect import open_connection
 from polysql.core.errors import EngineError, EngineUnavailableError
 
 
@@ -146,8 +147,6 @@ def test_a_file_that_is_not_a_database_is_named_with_how_to_fix(tmp_path: Path) 
 
 def test_evaluation_reads_through_a_memory_map_that_evaluated_sql_cannot_change(
         db_file: Path) -> None:
-    from polysql.backends.sqlite.connect import open_connection
-
     with polysql.connect(f"sqlite:///{db_file}") as backend:
         refused = backend.execute("PRAGMA mmap_size = 0")
         assert refused.error is not None and refused.error.kind == "forbidden"

@@ -86,7 +86,8 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
              ) -> GoldRuns:
     """The gold run through ``run``, and the re-runs judging may need (see the module). With
     ``deferred`` the re-runs wait until a prediction is not simply the gold's own rows in the
-    gold's own order (:func:`judge` then gathers them): a prediction that is needs none.
+    gold's own order (:func:`judge` then gathers them): a prediction that is needs none, nor
+    does one that failed.
     ``waiting`` is entered while one thread waits for another that is making them."""
     result = run(sql)
     if not result.ok:
@@ -141,7 +142,8 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
     whole ComparePolicy as compare takes it."""
     options = {key: value for key, value in policy.items() if key != "policy"}
     chosen = resolve_policy(policy.get("policy"), options)
-    if gold.pending is not None:
+    # A failed prediction is judged on its error alone: no re-run could change that verdict.
+    if gold.pending is not None and pred.ok:
         # Against the gold as written, ORDER BY keys it does not return demand its exact order
         # (unresolved_order_keys="exact"): what matches so also matches with the re-runs, which
         # only let rows tie. Anything else needs them.

@@ -1,6 +1,6 @@
 """Deferred gold re-runs (real SQLite): a prediction that is the gold's own rows in the gold's
-own order is judged without them; any other gets them, with the same verdict as when they were
-made up front."""
+own order is judged without them, and so is one that failed; any other gets them, with the same
+verdict as when they were made up front."""
 
 from __future__ import annotations
 
@@ -65,6 +65,17 @@ def test_another_answer_gets_the_re_runs_and_the_eager_verdict(
     assert verdict.match is match, verdict.reason
     # the gold, its keyed and widened re-runs (then, for a miss, the NULL-order re-runs)
     assert deferred.pending is None and len(ran) >= 3 and "LIMIT 1002" in ran[2]
+    eager = judge(run_gold(GOLD, "sqlite", engine.execute), pred, engine.execute)
+    assert (verdict.match, verdict.reason) == (eager.match, eager.reason)
+
+
+def test_a_failed_prediction_gets_no_re_run(engine: Backend) -> None:
+    run, ran = counting(engine)
+    gold = run_gold(GOLD, "sqlite", run, deferred=True)
+    pred = engine.execute("SELECT nam FROM scores ORDER BY points DESC LIMIT 2")
+    verdict = judge(gold, pred, run)
+    assert not verdict.match and verdict.details["rule"] == "pred_error"
+    assert ran == [GOLD] and gold.pending is not None
     eager = judge(run_gold(GOLD, "sqlite", engine.execute), pred, engine.execute)
     assert (verdict.match, verdict.reason) == (eager.match, eager.reason)
 

@@ -160,7 +160,10 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
                     or verdict.details.get("order_source") == "set_semantics")
     if verdict.match or not ordered_rows:
         return verdict
-    if chosen.null_order == "either":
+    # Another NULL placement reorders the gold's rows, or picks others under its LIMIT, but
+    # never changes how many there are: as bags a prediction of another length cannot match it.
+    same_length = chosen.set_semantics or len(pred.rows) == len(gold.result.rows)
+    if chosen.null_order == "either" and same_length:
         again = _with_nulls_elsewhere(gold, pred, run, ordered=ordered, **policy)
         if again is not None:
             return again

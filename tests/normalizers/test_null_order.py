@@ -108,6 +108,24 @@ def test_an_output_key_order_is_judged_without_re_running_the_gold(lite: Backend
     assert runs
 
 
+def test_a_prediction_of_another_length_makes_no_null_order_re_run(lite: Backend,
+                                                                    duck: Backend) -> None:
+    runs: list[str] = []
+
+    def counted(sql: str) -> Result:
+        runs.append(sql)
+        return lite.execute(sql)
+
+    limited = "SELECT name, score FROM t ORDER BY score LIMIT 3"  # only a re-run can move NULLs
+    gold = run_gold(limited, "sqlite", counted)
+    runs.clear()
+    wrong = judge(gold, duck.execute("SELECT name, score FROM t ORDER BY score LIMIT 2"), counted)
+    assert not wrong.match and runs == []
+    assert not judge(gold, duck.execute("SELECT name, score FROM t ORDER BY score DESC LIMIT 3"),
+                     counted).match
+    assert runs  # the same length: the NULL-order re-runs decide, as before
+
+
 def test_the_public_compare_moves_the_nulls_where_no_re_run_is_needed(lite: Backend,
                                                                       duck: Backend) -> None:
     """``polysql.compare`` has no engine to re-run the gold on, but moving the NULL block of

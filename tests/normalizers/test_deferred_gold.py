@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from polysql_testkit.counted_runs import counting
 
 import polysql
 from polysql.backends.base import Backend
@@ -30,16 +31,6 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
                          [("ann", 9), ("bob", 7), ("cy", 7), ("dee", 7), ("eve", 1)])
     with polysql.connect(f"sqlite:///{path}") as backend:
         yield backend
-
-
-def counting(engine: Backend) -> tuple[Callable[[str], Result], list[str]]:
-    ran: list[str] = []
-
-    def run(sql: str) -> Result:
-        ran.append(sql)
-        return engine.execute(sql)
-
-    return run, ran
 
 
 def test_the_gold_own_rows_need_no_re_run(engine: Backend) -> None:

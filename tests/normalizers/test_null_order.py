@@ -6,8 +6,10 @@ The gold runs on SQLite (NULLs smallest); predictions run on DuckDB (NULLs last)
 
 from __future__ import annotations
 
+from polysql_testkit.counted_runs import counting
+
 from polysql.backends.base import Backend
-from polysql.core.model import Result, Verdict
+from polysql.core.model import Verdict
 from polysql.normalizers.gold import judge, run_gold
 from polysql.normalizers.ordering import null_order_variants, replaced_nulls
 from polysql.normalizers.policy import ComparePolicy
@@ -84,12 +86,7 @@ def test_only_a_re_run_can_tell(lite: Backend) -> None:
 
 def test_an_output_key_order_is_judged_without_re_running_the_gold(lite: Backend,
                                                                    duck: Backend) -> None:
-    runs: list[str] = []
-
-    def counted(sql: str) -> Result:
-        runs.append(sql)
-        return lite.execute(sql)
-
+    counted, runs = counting(lite)
     sql = "SELECT name, score FROM t ORDER BY score"
     gold = run_gold(sql, "sqlite", counted)
     runs.clear()
@@ -110,12 +107,7 @@ def test_an_output_key_order_is_judged_without_re_running_the_gold(lite: Backend
 
 def test_a_prediction_of_another_length_makes_no_null_order_re_run(lite: Backend,
                                                                     duck: Backend) -> None:
-    runs: list[str] = []
-
-    def counted(sql: str) -> Result:
-        runs.append(sql)
-        return lite.execute(sql)
-
+    counted, runs = counting(lite)
     limited = "SELECT name, score FROM t ORDER BY score LIMIT 3"  # only a re-run can move NULLs
     gold = run_gold(limited, "sqlite", counted)
     runs.clear()

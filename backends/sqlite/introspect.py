@@ -10,6 +10,7 @@ the rows themselves is :mod:`polysql.backends.sqlite.introspect_rows`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -24,6 +25,7 @@ import pyarrow as pa
 from polysql.backends._common.fingerprint import ALGORITHM, file_digest
 from polysql.backends.sqlite.introspect_arrow import complete_table, from_scan
 from polysql.backends.sqlite.introspect_cache import fits, fits_in_memory
+from polysql.backends.sqlite.read_parts import part_count
 from polysql.backends.sqlite.types import (
     ColumnStats,
     list_tables,
@@ -47,10 +49,11 @@ class SourceTable:
 
 
 def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = None, *,
-                     read_ahead: bool = False, rows: int | None = None) -> SourceTable:
+                     read_ahead: bool = False, rows: int | None = None,
+                     parts: int = 1) -> SourceTable:
     """One table; ``path``: the database file, for the single-read columnar scan, whose values
     are kept in ``read_ahead`` form when asked. ``rows``: the table's row count, when counted
-    already."""
+    already. ``parts``: rowid ranges the columnar read reads at once (see :mod:`.read_parts`)."""
     info = conn.execute("SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)",
                         (name,)).fetchall()
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.
@@ -62,7 +65,7 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
         if fits_in_memory(counted, len(declared)):
             # The columnar scan holds the whole table in memory; a larger one is measured by
             # the aggregate scan, which streams.
-            scanned = scan_table_columnar(Path(path), name, declared)
+            scanned = scan_table_columnar(Path(path), name, declared, parts=parts)
     row_count, stats = _measure(conn, name, declared, scanned, counted)
     columns: list[Column] = []
     coercions: list[Coercion] = []
@@ -78,7 +81,7 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
               row_count=row_count, indexes=indexes),
         coercions + skipped)
     if read_ahead and scanned is not None and path is not None and fits(source.table):
-        source.read_ahead = _read_ahead(Path(path), source.table, scanned, stats)
+        source.read_ahead = _read_ahead(Path(path), source.table, scanned, stats, parts=parts)
     return source
 
 
@@ -100,8 +103,8 @@ def _measure(conn: sqlite3.Connection, name: str, declared: list[tuple[str, str]
                           for i, stats in enumerate(scanned.stats)]
 
 
-def _read_ahead(path: Path, table: Table, scanned: ColumnarScan,
-                stats: list[ColumnStats]) -> dict[str, pa.ChunkedArray]:
+def _read_ahead(path: Path, table: Table, scanned: ColumnarScan, stats: list[ColumnStats], *,
+                parts: int) -> dict[str, pa.ChunkedArray]:
     """The table's columns in their logical form: those the scan's read holds as they are, the
     rest read now, on this scan thread, so tables are read side by side (only the scanned
     columns when the rest need the row reader's care)."""
@@ -114,7 +117,7 @@ def _read_ahead(path: Path, table: Table, scanned: ColumnarScan,
             known[column.name] = values
     if not known or len(known) == len(table.columns):
         return known
-    whole = complete_table(path, table, known)
+    whole = complete_table(path, table, known, parts=parts)
     return known if whole is None else dict(zip(whole.column_names, whole.columns, strict=True))
 
 
@@ -161,11 +164,12 @@ def _database_file(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-def _scan_in_parallel(path: str, counts: dict[str, int], workers: int, *,
+def _scan_in_parallel(path: str, counts: dict[str, int], parts: dict[str, int], workers: int, *,
                       read_ahead: bool) -> list[SourceTable]:
     """Each worker thread scans whole tables through its own read-only connection: the scan
     runs inside SQLite, which releases the GIL, so tables are measured on several cores.
-    ``counts``: every table's row count, in the order the tables are returned."""
+    ``counts``: every table's row count, in the order the tables are returned; ``parts``: the
+    rowid ranges each table's columnar read is split into."""
     local = threading.local()
     opened: list[sqlite3.Connection] = []
     uri = f"file:{urllib.parse.quote(path)}?mode=ro"
@@ -176,7 +180,8 @@ def _scan_in_parallel(path: str, counts: dict[str, int], workers: int, *,
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             opened.append(conn)
             local.conn = conn
-        return introspect_table(conn, name, path, read_ahead=read_ahead, rows=counts[name])
+        return introspect_table(conn, name, path, read_ahead=read_ahead, rows=counts[name],
+                                parts=parts[name])
 
     # Largest first: the big tables are scanned side by side and the small ones fill in after,
     # instead of one big table starting last on a thread of its own.
@@ -197,13 +202,25 @@ def introspect(conn: sqlite3.Connection, *, read_ahead: bool = False) -> list[So
     # Other connections see only what is committed; a connection inside a transaction is
     # scanned on itself alone, so its own changes count.
     path = None if conn.in_transaction else _database_file(conn)
-    workers = min(len(names), os.cpu_count() or 1)
-    if path is not None and workers > 1:
-        try:
+    counts: dict[str, int] | None = None
+    if path is not None:
+        # a table that cannot be counted fails below, where it is named
+        with contextlib.suppress(sqlite3.Error):
             counts = {name: _row_count(conn, name) for name in names}
-            return _scan_in_parallel(path, counts, workers, read_ahead=read_ahead)
-        except sqlite3.Error:
-            pass  # e.g. the file cannot be opened a second time: scan on this connection
+    if path is not None and counts is not None:
+        cores = os.cpu_count() or 1
+        total = sum(counts.values())
+        # A table holding more than a core's share of all rows is read in rowid ranges on
+        # several cores; the others are read whole, side by side.
+        parts = {name: part_count(rows, total, cores) for name, rows in counts.items()}
+        workers = min(len(names), cores)
+        if workers > 1:
+            try:
+                return _scan_in_parallel(path, counts, parts, workers, read_ahead=read_ahead)
+            except sqlite3.Error:
+                pass  # e.g. the file cannot be opened a second time: scan on this connection
+        return [introspect_table(conn, name, path, read_ahead=read_ahead, rows=counts[name],
+                                 parts=parts[name]) for name in names]
     return [introspect_table(conn, name, path, read_ahead=read_ahead) for name in names]
 
 

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polysql.backends._common.arrow import arrow_schema, arrow_type, number_scalar
-from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
+from polysql.backends.sqlite.read_parts import read_whole_table
 from polysql.backends.sqlite.types import ColumnStats, quote_ident
 from polysql.core.arrow_buffers import primitive_values, valid_mask
 from polysql.core.schema import Column, Table
@@ -63,9 +63,10 @@ def _column(array: pa.ChunkedArray, kind: str, target: pa.DataType) -> pa.Chunke
         return None  # e.g. a decimal that does not fit: the slow path says which table
 
 
-def read_table(path: Path, table: Table) -> pa.Table | None:
+def read_table(path: Path, table: Table, *, parts: int = 1) -> pa.Table | None:
     """``table`` of the SQLite file at ``path`` as one Arrow table of its logical types, or None
-    when the driver is missing or a value needs the row reader's care."""
+    when the driver is missing or a value needs the row reader's care; ``parts``: rowid ranges
+    read at once (see :mod:`.read_parts`)."""
     if not table.columns:
         return None
     floats = [quote_ident(c.name) for c in table.columns if c.type.kind == "float"]
@@ -77,8 +78,7 @@ def read_table(path: Path, table: Table) -> pa.Table | None:
     try:
         # NOT INDEXED: the table's own order, whatever columns are asked for, so columns
         # read apart (see complete_table) line up row for row.
-        fetched = read_arrow(path, f"SELECT {select} FROM {quote_ident(table.name)} NOT INDEXED",
-                             batch_rows=_BATCH_ROWS)
+        fetched = read_whole_table(path, table.name, select, parts=parts, batch_rows=_BATCH_ROWS)
     except Exception:  # noqa: BLE001 - no driver, or any driver failure (type mismatch): slow path
         return None
     for flag in fetched.columns[len(table.columns):]:
@@ -165,12 +165,13 @@ def _decimals_from_doubles(values: pa.ChunkedArray,
     return pa.chunked_array(chunks, type=target)
 
 
-def complete_table(path: Path, table: Table, known: dict[str, pa.ChunkedArray]) -> pa.Table | None:
+def complete_table(path: Path, table: Table, known: dict[str, pa.ChunkedArray], *,
+                   parts: int = 1) -> pa.Table | None:
     """``table`` as :func:`read_table` gives it, reading only the columns not in ``known``."""
     missing = [c for c in table.columns if c.name not in known]
     read: dict[str, pa.ChunkedArray] = {}
     if missing:
-        rest = read_table(path, Table(table.name, missing))
+        rest = read_table(path, Table(table.name, missing), parts=parts)
         if rest is None:
             return None
         read = {c.name: rest.column(i) for i, c in enumerate(missing)}

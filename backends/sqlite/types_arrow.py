@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polysql.backends.sqlite.connect import read_arrow
+from polysql.backends.sqlite.read_parts import read_whole_table
 from polysql.backends.sqlite.types import (
     ColumnStats,
     Declared,
@@ -322,7 +322,7 @@ class _Fetched:
 
 
 def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *,
-           as_doubles: set[str | None]) -> _Fetched | None:
+           as_doubles: set[str | None], parts: int) -> _Fetched | None:
     coded = _coded(declared, as_doubles)
     select = ", ".join([*(_select_expression(n, d, as_doubles=d.family in as_doubles)
                           for n, d in zip(names, declared, strict=True)),
@@ -330,8 +330,7 @@ def _fetch(path: Path, table: str, names: list[str], declared: list[Declared], *
     try:
         # NOT INDEXED: the table's own order, as the row reader reads it (see
         # introspect_arrow.complete_table)
-        fetched = read_arrow(path, f"SELECT {select} FROM {quote_ident(table)} NOT INDEXED",
-                             batch_rows=_BATCH_ROWS)
+        fetched = read_whole_table(path, table, select, parts=parts, batch_rows=_BATCH_ROWS)
     except Exception:  # noqa: BLE001 - no driver, or a driver failure (a real after integers...)
         return None
     return _Fetched(fetched, coded)
@@ -360,19 +359,20 @@ def _class_codes(fetched: pa.Table, width: int, coded: list[int]) -> list[np.nda
     return codes
 
 
-def scan_table_columnar(path: Path, table: str,
-                        columns: list[tuple[str, str]]) -> ColumnarScan | None:
+def scan_table_columnar(path: Path, table: str, columns: list[tuple[str, str]], *,
+                        parts: int = 1) -> ColumnarScan | None:
     """Row count and per-column stats of ``table`` in the SQLite file at ``path``
     (``columns``: name, declared type), each equal to the aggregate scan's or None where it could
-    not be measured exactly this way; None when the table could not be read this way at all."""
+    not be measured exactly this way; None when the table could not be read this way at all.
+    ``parts``: rowid ranges read at once (see :mod:`.read_parts`)."""
     if not columns:
         return None
     names = [name for name, _ in columns]
     declared = [parse_declared(d) for _, d in columns]
-    fetched = _fetch(path, table, names, declared, as_doubles=set(_AS_DOUBLES))
+    fetched = _fetch(path, table, names, declared, as_doubles=set(_AS_DOUBLES), parts=parts)
     if fetched is None:  # once more with every numeric family's integers read as doubles
         fetched = _fetch(path, table, names, declared,
-                         as_doubles={"decimal", None, "integer", "float", "boolean"})
+                         as_doubles={"decimal", None, "integer", "float", "boolean"}, parts=parts)
     if fetched is None:
         return None
     values, coded = fetched.table, fetched.coded

@@ -209,9 +209,9 @@ def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path,
     read_apart: list[list[str]] = []
     whole_read = introspect_arrow.read_table
 
-    def recording(path: Path, table: Table) -> pa.Table | None:
+    def recording(path: Path, table: Table, **options: Any) -> pa.Table | None:
         read_apart.append([c.name for c in table.columns])
-        return whole_read(path, table)
+        return whole_read(path, table, **options)
 
     monkeypatch.setattr(introspect_arrow, "read_table", recording)
     table, kept = _kept_after_scan(path)

@@ -193,9 +193,9 @@ def test_a_table_too_large_to_hold_is_measured_by_the_streaming_scan(
     columnar: list[str] = []
     original = introspect_module.scan_table_columnar
 
-    def counted(*args: object) -> object:
+    def counted(*args: object, **options: object) -> object:
         columnar.append("scan")
-        return original(*args)  # type: ignore[arg-type]
+        return original(*args, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(introspect_module, "scan_table_columnar", counted)
     monkeypatch.setattr(cache_module, "ROW_BUDGET_BYTES", 1000 * 2 * 16)  # twice too small

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pymysql
 
-from polysql.backends.mysql.load_copy import MAX_IDENTIFIER, TablePlan
+from polysql.backends.mysql.load_copy import MAX_IDENTIFIER, TablePlan, table_ref
+from polysql.backends.mysql.load_keys import altered
 from polysql.backends.mysql.setup import quote_ident
 from polysql.backends.mysql.types import BYTES_PER_CHAR, MAX_KEY_BYTES
 from polysql.core.naming import NameMode, convert
@@ -53,11 +54,26 @@ def _parts(plan: TablePlan, index: Index) -> tuple[list[str], bool] | str:
     return parts, long_columns > 0
 
 
+def _clause(name: str | None, parts: list[str], *, unique: bool) -> str:
+    label = f" {quote_ident(name)}" if name else ""
+    return f"ADD {'UNIQUE ' if unique else ''}INDEX{label} ({', '.join(parts)})"
+
+
 def _statement(database: str, plan: TablePlan, name: str | None, parts: list[str], *,
                unique: bool) -> str:
-    label = f" {quote_ident(name)}" if name else ""
     return (f"ALTER TABLE {quote_ident(database)}.{quote_ident(plan.name)} "
-            f"ADD {'UNIQUE ' if unique else ''}INDEX{label} ({', '.join(parts)})")
+            f"{_clause(name, parts, unique=unique)}")
+
+
+def _usable(name: str) -> bool:
+    """Whether ``name`` can name a MySQL index (else the server picks one)."""
+    return 0 < len(name) <= MAX_IDENTIFIER and name == name.rstrip(" ")
+
+
+def _prefixed_unique(plan: TablePlan, index: Index, where: str) -> Coercion:
+    return Coercion(plan.name, where, (
+        f"UNIQUE index {index.name!r} created as a plain index: its text is too long for a "
+        f"MySQL key, and a unique prefix would refuse distinct values"))
 
 
 def _error(exc: pymysql.err.MySQLError) -> tuple[int, str]:
@@ -69,7 +85,7 @@ def _create(conn: pymysql.connections.Connection, database: str, plan: TablePlan
             parts: list[str], *, unique: bool) -> None:
     """Create the index under ``name``, or under a name MySQL picks when ``name`` cannot be
     used (too long, or already the name of another key of the table)."""
-    usable = 0 < len(name) <= MAX_IDENTIFIER and name == name.rstrip(" ")
+    usable = _usable(name)
     with conn.cursor() as cur:
         try:
             cur.execute(_statement(database, plan, name if usable else None, parts,
@@ -103,9 +119,7 @@ def add_index(conn: pymysql.connections.Connection, database: str, plan: TablePl
     parts, prefixed = shape
     note = None
     if index.unique and prefixed:
-        note = Coercion(plan.name, where, (
-            f"UNIQUE index {index.name!r} created as a plain index: its text is too long for a "
-            f"MySQL key, and a unique prefix would refuse distinct values"))
+        note = _prefixed_unique(plan, index, where)
     elif index.unique:
         try:
             _create(conn, database, plan, name, parts, unique=True)
@@ -129,10 +143,48 @@ def add_index(conn: pymysql.connections.Connection, database: str, plan: TablePl
 
 def add_table_indexes(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
                       names: NameMode, collation: str) -> list[Coercion]:
-    """Every source index of one table (already created and filled)."""
-    notes = []
-    for index in plan.source.indexes:
+    """Every source index of one table (already created and filled). The plain ones go in one
+    ALTER TABLE, which reads the table once instead of once per index, when the server takes
+    them as they are; each UNIQUE one alone, as does every index when that statement is
+    refused, so an index MySQL refuses (a UNIQUE one the rows violate under its collation, a
+    name already taken) is changed or skipped alone and reported."""
+    notes: list[Coercion] = []
+    alone = list(plan.source.indexes)
+    together = _plain_at_once(conn, database, plan, names)
+    if together is not None:
+        notes, done = together
+        alone = [index for index in alone if index not in done]
+    for index in alone:
         note = add_index(conn, database, plan, index, convert(index.name, names), collation)
         if note is not None:
             notes.append(note)
     return notes
+
+
+def _plain_at_once(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
+                   names: NameMode) -> tuple[list[Coercion], list[Index]] | None:
+    """The table's plain indexes (and UNIQUE ones that can only be plain) added by one
+    statement: what that changed, and which indexes it added. None when there are fewer than
+    two, one of them cannot be indexed as it is, or the server refused the statement (which then
+    changed nothing: an ALTER TABLE is atomic). A UNIQUE index that can be one is left out: rows
+    SQLite kept apart may collide under MySQL's collation, and a refused statement would have
+    built every other index of it in vain."""
+    clauses: list[str] = []
+    notes: list[Coercion] = []
+    done: list[Index] = []
+    for index in plan.source.indexes:
+        shape = _parts(plan, index)
+        if isinstance(shape, str):
+            return None
+        parts, prefixed = shape
+        if index.unique and not prefixed:
+            continue
+        if index.unique:
+            notes.append(_prefixed_unique(plan, index, ", ".join(plan.target(c)
+                                                                  for c in index.columns)))
+        name = convert(index.name, names)
+        clauses.append(_clause(name if _usable(name) else None, parts, unique=False))
+        done.append(index)
+    if len(clauses) < 2 or not altered(conn, table_ref(database, plan.name), clauses):
+        return None
+    return notes, done

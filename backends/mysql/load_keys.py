@@ -134,17 +134,17 @@ def prepare_child_indexes(conn: pymysql.connections.Connection, database: str,
     table = table_ref(database, plan.name)
     clauses = {number: f"ADD INDEX {quote_ident(name)} ({keys})"
                for number, (name, keys) in wanted.items()}
-    if _altered(conn, table, list(clauses.values())):
+    if altered(conn, table, list(clauses.values())):
         plan.child_indexes.update({number: name for number, (name, _) in wanted.items()})
         return
     if len(clauses) == 1:
         return  # the constraint, added later, meets the same refusal and reports it
     for number, clause in clauses.items():
-        if _altered(conn, table, [clause]):
+        if altered(conn, table, [clause]):
             plan.child_indexes[number] = wanted[number][0]
 
 
-def _altered(conn: pymysql.connections.Connection, table: str, clauses: list[str]) -> bool:
+def altered(conn: pymysql.connections.Connection, table: str, clauses: list[str]) -> bool:
     """Whether ``ALTER TABLE table clauses`` succeeded; False when the server refused it. A
     statement that was stopped (the load is being cancelled) or lost its connection raises:
     trying again, index by index, would only delay the stop."""

@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL
 
 from polysql.backends.base import Backend
 from polysql.backends.mysql import load as load_module
-from polysql.backends.mysql import load_keys
+from polysql.backends.mysql import load_index, load_keys
 from polysql.backends.mysql.backend import MySQLBackend
 from polysql.backends.sqlite.backend import SQLiteBackend
 from polysql.core.errors import ConfigError, EngineUnavailableError, LoadError
@@ -353,6 +353,71 @@ def test_a_refused_child_index_leaves_the_others(loader: fx.Loader, make_sqlite:
     assert "Duplicate key name" in report.coercions[0].message
 
 
+INDEXED = """
+CREATE TABLE visits (id INTEGER PRIMARY KEY, "PetId" INTEGER, day TEXT, vet TEXT, room INTEGER);
+CREATE INDEX "VisitsDay" ON visits ("PetId", day);
+CREATE INDEX visits_day ON visits (vet);
+CREATE INDEX visits_room ON visits (room);
+CREATE UNIQUE INDEX visits_slot ON visits (day, room);
+INSERT INTO visits VALUES (1, 1, '2024-01-01', 'a', 1), (2, 2, '2024-01-01', 'b', 2),
+                          (3, 1, '2024-01-02', 'a', 1);
+"""
+
+
+def _recording_alters(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The ALTER TABLE clause lists load_index hands the server, as it hands them."""
+    calls: list[list[str]] = []
+    altered = load_index.altered
+
+    def recording(conn: Any, table: str, clauses: list[str]) -> bool:
+        calls.append(list(clauses))
+        return altered(conn, table, clauses)
+
+    monkeypatch.setattr(load_index, "altered", recording)
+    return calls
+
+
+def _indexes(url: URL, table: str) -> dict[str, tuple[bool, list[str]]]:
+    found: dict[str, tuple[bool, list[str]]] = {}
+    for name, non_unique, column in admin_rows(
+            url, "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
+                 "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+            (url.database, table)):
+        found.setdefault(name, (not non_unique, []))[1].append(column)
+    return found
+
+
+def test_plain_indexes_are_built_by_one_statement(loader: fx.Loader, make_sqlite: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the speed path: the plain indexes of a table are added together (InnoDB reads the
+    table once); a UNIQUE one, which MySQL's collation may make the rows violate, alone."""
+    calls = _recording_alters(monkeypatch)
+    url, report = loader(make_sqlite(INDEXED))
+    assert calls == [["ADD INDEX `VisitsDay` (`PetId`, `day`)", "ADD INDEX `visits_day` (`vet`)",
+                      "ADD INDEX `visits_room` (`room`)"]]
+    assert _indexes(url, "visits") == {
+        "PRIMARY": (True, ["id"]), "VisitsDay": (False, ["PetId", "day"]),
+        "visits_day": (False, ["vet"]), "visits_room": (False, ["room"]),
+        "visits_slot": (True, ["day", "room"])}
+    assert report.coercions == []
+
+
+def test_a_refused_index_statement_builds_each_index_alone(loader: fx.Loader, make_sqlite: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under snake names two source indexes want one name: the statement adding the plain
+    indexes together is refused and changes nothing, and each is then added alone -- the second
+    under a name the server picks -- so no index is lost."""
+    calls = _recording_alters(monkeypatch)
+    url, report = loader(make_sqlite(INDEXED), names="snake")
+    assert len(calls) == 1 and len(calls[0]) == 3  # refused: what follows is one at a time
+    indexes = _indexes(url, "visits")
+    assert indexes.pop("PRIMARY") == (True, ["id"])
+    assert indexes.pop("visits_slot") == (True, ["day", "room"])
+    assert indexes.pop("visits_day") == (False, ["pet_id", "day"])
+    assert sorted(indexes.values()) == [(False, ["room"]), (False, ["vet"])]
+    assert report.coercions == []
+
+
 def test_a_stopped_index_build_is_not_retried(admin_url: URL) -> None:
     """A refused ALTER TABLE falls back to one index at a time; a killed one (the load is being
     cancelled) raises at once instead. The ALTER waits on a table lock, so the kill is sure to
@@ -364,14 +429,14 @@ def test_a_stopped_index_build_is_not_retried(admin_url: URL) -> None:
         with setup.cursor() as cur:
             cur.execute(f"CREATE DATABASE `{database}`")
             cur.execute(f"CREATE TABLE {table} (a INT, b INT)")
-        assert not load_keys._altered(builder, table, ["ADD INDEX i (missing)"])  # refused
+        assert not load_keys.altered(builder, table, ["ADD INDEX i (missing)"])  # refused
         with holder.cursor() as cur:
             cur.execute(f"LOCK TABLES {table} WRITE")
         failure: list[BaseException] = []
 
         def build() -> None:
             try:
-                load_keys._altered(builder, table, ["ADD INDEX i (a)", "ADD INDEX j (b)"])
+                load_keys.altered(builder, table, ["ADD INDEX i (a)", "ADD INDEX j (b)"])
             except BaseException as exc:  # noqa: BLE001 - handed to the test
                 failure.append(exc)
 

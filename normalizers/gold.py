@@ -37,6 +37,7 @@ from polysql.normalizers.ordering import (
     null_order_variants,
     replaced_nulls,
     widen_limit,
+    widens,
 )
 
 # The re-runs' results: (compared, hidden, widened) as GoldRuns holds them.
@@ -105,7 +106,7 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
         wider_sql = widen_limit(base_sql, dialect)
         return compared, hidden, run(wider_sql) if wider_sql else None
 
-    if deferred and (keyed is not None or widen_limit(sql, dialect) is not None):
+    if deferred and (keyed is not None or widens(sql, dialect)):
         return GoldRuns(sql, dialect, result, result, pending=evidence, waiting=waiting)
     return GoldRuns(sql, dialect, result, *evidence())
 

@@ -11,6 +11,7 @@ projected expression) so that rows tied on the keys can be recognised in the gol
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -46,6 +47,22 @@ class OrderInfo:
 
 
 UNPARSED = OrderInfo(ordered=False, parsed=False)
+UNORDERED = OrderInfo(ordered=False)
+
+# The words of every clause read here: ORDER BY, and LIMIT, OFFSET, FETCH FIRST and TOP (which
+# sqlglot reads as a LIMIT). A keyword is never split or escaped, and never runs on into a letter,
+# digit, _ or $ (that would make it part of a name: orders, order_id); what comes before it may
+# be anything (DuckDB reads "1order by" as 1 ORDER BY). So a statement whose text holds none of
+# these words, followed by anything else, has none of those clauses and is known unordered and
+# unlimited without parsing it: sqlglot's parse is most of the own time of a question over a small
+# database, and most gold queries order nothing. Any of the words anywhere else (a name, a
+# string) leaves it to the parse, as always.
+_ORDER_WORDS = re.compile(r"(?:order|limit|offset|fetch|top)(?![a-z0-9_$])", re.IGNORECASE)
+
+
+def _plain(sql: str) -> bool:
+    """Whether ``sql`` certainly has no ORDER BY, LIMIT, OFFSET, FETCH or TOP."""
+    return _ORDER_WORDS.search(sql) is None
 
 
 @lru_cache(maxsize=4096)
@@ -134,6 +151,8 @@ def _resolve_key(key: exp.Expression, projections: list[exp.Expression],
 def infer_order(sql: str, dialect: str, output_columns: list[str]) -> OrderInfo:
     """Order information of ``sql``'s outermost query; ``output_columns`` are the gold result's
     headers, used to resolve keys that the SQL alone cannot (``SELECT *``)."""
+    if _plain(sql):
+        return UNORDERED
     query = _parse_outermost(sql, dialect)
     if query is None:
         return UNPARSED
@@ -168,12 +187,10 @@ def widen_limit(sql: str, dialect: str, *, extra: int = WIDEN_EXTRA_ROWS) -> str
     The runner executes the result and passes it to ``compare(..., gold_widened=...)``: rows past
     the original LIMIT that tie with the last gold row show that the LIMIT cut a tie group.
     """
-    query = _parse_outermost(sql, dialect)
-    if query is None or not isinstance(query.args.get("order"), exp.Order):
+    target = _widened_limit(sql, dialect)
+    if target is None:
         return None
-    limit, node = _limit_of(query)
-    if limit is None or node is None:
-        return None
+    query, limit, node = target
     widened = query.copy()
     new_count = exp.Literal.number(limit + extra)
     if isinstance(node, exp.Fetch):
@@ -181,6 +198,25 @@ def widen_limit(sql: str, dialect: str, *, extra: int = WIDEN_EXTRA_ROWS) -> str
     else:
         widened.args["limit"].set("expression", new_count)
     return widened.sql(dialect=dialect)
+
+
+def widens(sql: str, dialect: str) -> bool:
+    """Whether :func:`widen_limit` has a widened query for ``sql``, without building it (the
+    copy and printing of the tree cost more than the parse)."""
+    return _widened_limit(sql, dialect) is not None
+
+
+def _widened_limit(sql: str, dialect: str) -> tuple[exp.Query, int, exp.Expression] | None:
+    """The outermost query, its integer LIMIT and the node holding it, when it also orders."""
+    if _plain(sql):
+        return None
+    query = _parse_outermost(sql, dialect)
+    if query is None or not isinstance(query.args.get("order"), exp.Order):
+        return None
+    limit, node = _limit_of(query)
+    if limit is None or node is None:
+        return None
+    return query, limit, node
 
 
 #: NULL placement conventions: (label, nulls first for an ASC key?, nulls first for a DESC key?)
@@ -199,6 +235,8 @@ def null_order_variants(sql: str, dialect: str) -> tuple[tuple[str, str], ...]:
 
     Cached like the parse: every ordered prediction that misses asks it of its gold again, and
     copying and printing the tree cost more than the parse."""
+    if _plain(sql):
+        return ()
     query = _parse_outermost(sql, dialect)
     order = query.args.get("order") if query is not None else None
     if not isinstance(order, exp.Order) or not order.expressions:
@@ -222,6 +260,8 @@ def null_order_variants(sql: str, dialect: str) -> tuple[tuple[str, str], ...]:
 def limits_rows(sql: str, dialect: str) -> bool:
     """Whether the outermost query has a LIMIT, OFFSET or FETCH (literal or not), or cannot be
     read: then which rows come back may depend on their order."""
+    if _plain(sql):
+        return False
     query = _parse_outermost(sql, dialect)
     return query is None or any(query.args.get(arg) for arg in ("limit", "offset", "fetch"))
 
@@ -237,6 +277,8 @@ def replaced_nulls(sql: str, dialect: str, columns: list[str],
     form one block at the start or the end. Then the other convention is that block moved to the
     other end, the rest in the order the engine gave.
     """
+    if _plain(sql):
+        return None
     query = _parse_outermost(sql, dialect)
     if query is None or limits_rows(sql, dialect):
         return None
@@ -283,6 +325,8 @@ def keyed_order_sql(sql: str, dialect: str) -> KeyedSQL | None:
     None when every key is already an output column, or when appending columns would change the
     answer or is not allowed (DISTINCT, set operations, no ORDER BY).
     """
+    if _plain(sql):
+        return None
     query = _parse_outermost(sql, dialect)
     if not isinstance(query, exp.Select) or query.args.get("distinct"):
         return None

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from polysql.normalizers.ordering import WIDEN_EXTRA_ROWS, infer_order, widen_limit
+from polysql.normalizers import ordering
+from polysql.normalizers.ordering import (
+    WIDEN_EXTRA_ROWS,
+    infer_order,
+    keyed_order_sql,
+    limits_rows,
+    null_order_variants,
+    widen_limit,
+    widens,
+)
 
 
 @pytest.mark.parametrize(("sql", "dialect"), [
@@ -52,9 +61,46 @@ def test_limit_and_offset_are_read() -> None:
 
 
 def test_unparsable_sql_is_flagged_not_raised() -> None:
-    info = infer_order("SELEC a FROM", "sqlite", ["a"])
+    info = infer_order("SELEC a FROM t ORDER BY", "sqlite", ["a"])
     assert info.parsed is False
     assert info.ordered is False
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) FROM orders",
+    "SELECT order_id, topic FROM orders_2024 WHERE \"Offsets\" > 0",
+    "SELEC a FROM",  # unparsable too: with no ORDER BY it is a bag either way
+])
+def test_sql_without_order_words_is_unordered_without_a_parse(
+        sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the fast path: no ORDER, LIMIT, OFFSET, FETCH or TOP word, no clause of theirs --
+    and no sqlglot parse to find that out."""
+    ordering._parse_outermost.cache_clear()
+
+    def no_parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(ordering.sqlglot, "parse", no_parse)
+    info = infer_order(sql, "sqlite", ["a"])
+    assert (info.ordered, info.limit, info.offset) == (False, None, None)
+    assert keyed_order_sql(sql, "sqlite") is None and widen_limit(sql, "sqlite") is None
+    assert not widens(sql, "sqlite") and null_order_variants(sql, "sqlite") == ()
+    assert limits_rows(sql, "sqlite") is False
+
+
+@pytest.mark.parametrize(("sql", "dialect"), [
+    ("SELECT 1order BY 1 DESC", "duckdb"),  # DuckDB reads a keyword straight after a number
+    ("SELECT a FROM t\norder\nby a", "sqlite"),
+    ("SELECT 'x'ORDER BY 1", "sqlite"),
+])
+def test_order_by_in_any_spelling_is_still_read(sql: str, dialect: str) -> None:
+    assert infer_order(sql, dialect, ["a"]).ordered is True
+
+
+@pytest.mark.parametrize("sql", ["SELECT a FROM t LIMIT 3", "SELECT TOP 3 a FROM t",
+                                 "SELECT a FROM t OFFSET 2 ROWS FETCH FIRST 3 ROWS ONLY"])
+def test_a_limit_in_any_spelling_is_still_read(sql: str) -> None:
+    assert limits_rows(sql, "tsql") is True
 
 
 def test_widen_limit_raises_only_the_outermost_limit() -> None:

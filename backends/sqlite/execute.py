@@ -6,6 +6,8 @@ cancel arrived); ``Backend.cancel`` also calls ``Connection.interrupt``.
 
 from __future__ import annotations
 
+import functools
+import operator
 import sqlite3
 import time
 from typing import Any
@@ -18,22 +20,21 @@ from polysql.core.model import Result
 # that a runaway query stops within milliseconds of its deadline, large enough to cost nothing.
 _PROGRESS_INTERVAL = 10_000
 
+# Whether a value is not NULL, as a C-level predicate: is_not(None, value).
+_PRESENT = functools.partial(operator.is_not, None)
+
 # Storage-class names reported in Result.types (SQLite has no static result types).
 _STORAGE_CLASS = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}
 
 
 def result_types(rows: list[tuple[Any, ...]], width: int) -> list[str]:
-    """Per column, the storage class of its first non-NULL value, or "" if it has none."""
-    types = [""] * width
-    missing = set(range(width))
-    for row in rows:
-        for index in list(missing):
-            value = row[index]
-            if value is not None:
-                types[index] = _STORAGE_CLASS.get(type(value), type(value).__name__.upper())
-                missing.discard(index)
-        if not missing:
-            break
+    """Per column, the storage class of its first non-NULL value, or "" if it has none (each
+    column searched by one C-level pass, which a column of NULLs runs to its end)."""
+    types = []
+    for index in range(width):
+        value = next(filter(_PRESENT, map(operator.itemgetter(index), rows)), None)
+        types.append("" if value is None
+                     else _STORAGE_CLASS.get(type(value), type(value).__name__.upper()))
     return types
 
 

@@ -60,8 +60,10 @@ UNORDERED = OrderInfo(ordered=False)
 _ORDER_WORDS = re.compile(r"(?:order|limit|offset|fetch|top)(?![a-z0-9_$])", re.IGNORECASE)
 
 
+@lru_cache(maxsize=8192)
 def _plain(sql: str) -> bool:
-    """Whether ``sql`` certainly has no ORDER BY, LIMIT, OFFSET, FETCH or TOP."""
+    """Whether ``sql`` certainly has no ORDER BY, LIMIT, OFFSET, FETCH or TOP (cached: every
+    reading of one gold asks it again)."""
     return _ORDER_WORDS.search(sql) is None
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 from polysql.backends._common.fingerprint import ALGORITHM, file_digest
 from polysql.backends.sqlite.introspect_arrow import complete_table, from_scan
 from polysql.backends.sqlite.introspect_cache import fits, fits_in_memory
-from polysql.backends.sqlite.read_parts import part_count
+from polysql.backends.sqlite.introspect_parts import part_count
 from polysql.backends.sqlite.types import (
     ColumnStats,
     list_tables,
@@ -53,7 +53,8 @@ def introspect_table(conn: sqlite3.Connection, name: str, path: str | None = Non
                      parts: int = 1) -> SourceTable:
     """One table; ``path``: the database file, for the single-read columnar scan, whose values
     are kept in ``read_ahead`` form when asked. ``rows``: the table's row count, when counted
-    already. ``parts``: rowid ranges the columnar read reads at once (see :mod:`.read_parts`)."""
+    already. ``parts``: rowid ranges the columnar read reads at once (see
+    :mod:`.introspect_parts`)."""
     info = conn.execute("SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)",
                         (name,)).fetchall()
     # hidden=1 marks virtual-table hidden columns that SELECT * does not return.

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polysql.backends._common.arrow import arrow_schema, arrow_type, number_scalar
+from polysql.backends.sqlite.introspect_parts import read_whole_table
 from polysql.backends.sqlite.introspect_rows import MICROSECOND_TEXT_LENGTH, select_expression
-from polysql.backends.sqlite.read_parts import read_whole_table
 from polysql.backends.sqlite.types import ColumnStats, quote_ident
 from polysql.core.arrow_buffers import primitive_values, valid_mask
 from polysql.core.schema import Column, Table
@@ -66,7 +66,7 @@ def _column(array: pa.ChunkedArray, kind: str, target: pa.DataType) -> pa.Chunke
 def read_table(path: Path, table: Table, *, parts: int = 1) -> pa.Table | None:
     """``table`` of the SQLite file at ``path`` as one Arrow table of its logical types, or None
     when the driver is missing or a value needs the row reader's care; ``parts``: rowid ranges
-    read at once (see :mod:`.read_parts`)."""
+    read at once (see :mod:`.introspect_parts`)."""
     if not table.columns:
         return None
     floats = [quote_ident(c.name) for c in table.columns if c.type.kind == "float"]

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polysql.backends.sqlite.read_parts import read_whole_table
+from polysql.backends.sqlite.introspect_parts import read_whole_table
 from polysql.backends.sqlite.types import (
     ColumnStats,
     Declared,
@@ -364,7 +364,7 @@ def scan_table_columnar(path: Path, table: str, columns: list[tuple[str, str]], 
     """Row count and per-column stats of ``table`` in the SQLite file at ``path``
     (``columns``: name, declared type), each equal to the aggregate scan's or None where it could
     not be measured exactly this way; None when the table could not be read this way at all.
-    ``parts``: rowid ranges read at once (see :mod:`.read_parts`)."""
+    ``parts``: rowid ranges read at once (see :mod:`.introspect_parts`)."""
     if not columns:
         return None
     names = [name for name, _ in columns]

@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from polysql.backends.sqlite import introspect, read_parts
+from polysql.backends.sqlite import introspect, introspect_parts
 from polysql.backends.sqlite.connect import read_arrow
-from polysql.backends.sqlite.read_parts import part_count, read_whole_table
+from polysql.backends.sqlite.introspect_parts import part_count, read_whole_table
 
 Build = Callable[[sqlite3.Connection], None]
 
@@ -32,14 +32,14 @@ def _make(path: Path, build: Build) -> Path:
 
 
 def _recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements read_parts hands to the driver, as they are run."""
+    """The statements introspect_parts hands to the driver, as they are run."""
     statements: list[str] = []
 
     def recording(path: Path, sql: str, *, batch_rows: int = 65_536) -> pa.Table:
         statements.append(sql)
         return read_arrow(path, sql, batch_rows=batch_rows)
 
-    monkeypatch.setattr(read_parts, "read_arrow", recording)
+    monkeypatch.setattr(introspect_parts, "read_arrow", recording)
     return statements
 
 
@@ -58,15 +58,15 @@ def _parted(path: Path, table: str, select: str, parts: int) -> pa.Table | type[
 
 
 def test_only_a_table_larger_than_a_cores_share_is_split() -> None:
-    many = 10 * read_parts.MIN_ROWS_PER_PART
+    many = 10 * introspect_parts.MIN_ROWS_PER_PART
     assert part_count(many, many, cores=2) == 2  # the whole database in one table
     assert part_count(many, many, cores=8) == 8
     assert part_count(many, many, cores=1) == 1
     assert part_count(many // 2, many, cores=2) == 1  # its fair share: read beside the others
     assert part_count(many * 9 // 10, many, cores=4) == 4  # at most one part per core
     # never a part smaller than the minimum, however many cores wait
-    assert part_count(3 * read_parts.MIN_ROWS_PER_PART, many, cores=64) == 3
-    assert part_count(2 * read_parts.MIN_ROWS_PER_PART - 1, many, cores=64) == 1
+    assert part_count(3 * introspect_parts.MIN_ROWS_PER_PART, many, cores=64) == 3
+    assert part_count(2 * introspect_parts.MIN_ROWS_PER_PART - 1, many, cores=64) == 1
 
 
 def _gapped(con: sqlite3.Connection) -> None:
@@ -205,7 +205,7 @@ def test_the_type_scan_of_a_table_read_in_parts_is_the_single_reads(
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     reference = _introspected(path)
     statements = _recorded(monkeypatch)
-    monkeypatch.setattr(read_parts, "MIN_ROWS_PER_PART", 100)
+    monkeypatch.setattr(introspect_parts, "MIN_ROWS_PER_PART", 100)
     split = _introspected(path)
     assert any('FROM "big" NOT INDEXED WHERE rowid >= ' in sql for sql in statements)
     assert not any('FROM "small" NOT INDEXED WHERE' in sql for sql in statements)

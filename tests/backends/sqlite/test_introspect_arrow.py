@@ -12,12 +12,13 @@ import json
 import random
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from polysql_testkit.sqlite_files import Build, built_sqlite
 
 import polysql
 from polysql.backends.sqlite import introspect_arrow
@@ -25,8 +26,6 @@ from polysql.backends.sqlite.introspect_cache import SOURCES, table_key
 from polysql.backends.sqlite.introspect_rows import read_batches
 from polysql.core.errors import LoadError
 from polysql.core.schema import Coercion, Table
-
-Build = Callable[[sqlite3.Connection], None]
 
 
 def _all_types(con: sqlite3.Connection) -> None:
@@ -122,14 +121,6 @@ CASES: dict[str, Build] = {
 }
 
 
-def _make(path: Path, build: Build) -> Path:
-    con = sqlite3.connect(path)
-    build(con)
-    con.commit()
-    con.close()
-    return path
-
-
 def _row_reader(path: Path) -> tuple[pa.Table, list[Coercion]]:
     with polysql.connect(f"sqlite:///{path}") as source:
         (table,) = source.tables()
@@ -149,7 +140,7 @@ def test_backend_reads_what_the_row_reader_reads(tmp_path: Path, case: str,
                                                  loading: bool) -> None:
     """Also as a load reads (fingerprint first): then the columns the type scan read come from
     that read, and only the rest are read again."""
-    path = _make(tmp_path / "src.sqlite", CASES[case])
+    path = built_sqlite(tmp_path / "src.sqlite", CASES[case])
     expected, expected_coercions = _row_reader(path)
     SOURCES.clear()
     for _ in range(2):  # the second connection takes the kept copy
@@ -168,7 +159,7 @@ def test_backend_reads_what_the_row_reader_reads(tmp_path: Path, case: str,
 @pytest.mark.parametrize("case", ["all_types"])
 def test_the_fast_reader_serves_plain_tables(tmp_path: Path, case: str) -> None:
     """Guards the speed path itself: a table with nothing odd in it is read by ADBC."""
-    path = _make(tmp_path / "src.sqlite", CASES[case])
+    path = built_sqlite(tmp_path / "src.sqlite", CASES[case])
     with polysql.connect(f"sqlite:///{path}") as source:
         (table,) = source.tables()
     fast = introspect_arrow.read_table(path, table)
@@ -179,7 +170,7 @@ def test_the_fast_reader_serves_plain_tables(tmp_path: Path, case: str) -> None:
 @pytest.mark.parametrize("case", ["blob_in_text", "bad_utf8_text", "huge_int_in_float",
                                   "ints_then_reals", "leading_nulls_then_text"])
 def test_the_fast_reader_steps_aside_where_values_need_care(tmp_path: Path, case: str) -> None:
-    path = _make(tmp_path / "src.sqlite", CASES[case])
+    path = built_sqlite(tmp_path / "src.sqlite", CASES[case])
     with polysql.connect(f"sqlite:///{path}") as source:
         (table,) = source.tables()
     fast = introspect_arrow.read_table(path, table)
@@ -205,7 +196,7 @@ def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path,
     the scan read, decimals made from the doubles that read holds, and only the column that
     needs the row reader's own expression read beside it on the scan's thread -- and it is what
     the row reader reads."""
-    path = _make(tmp_path / "src.sqlite", _one_class_per_column)
+    path = built_sqlite(tmp_path / "src.sqlite", _one_class_per_column)
     read_apart: list[list[str]] = []
     whole_read = introspect_arrow.read_table
 
@@ -222,7 +213,7 @@ def test_a_load_takes_the_rows_the_type_scan_read(tmp_path: Path,
 
 
 def test_columns_that_need_care_are_left_to_the_row_read(tmp_path: Path) -> None:
-    path = _make(tmp_path / "src.sqlite", _clean_and_careful)
+    path = built_sqlite(tmp_path / "src.sqlite", _clean_and_careful)
     table, kept = _kept_after_scan(path)
     assert kept is not None and not kept.complete
     assert kept.data.column_names == ["i"]
@@ -238,7 +229,7 @@ def test_columns_that_need_care_are_left_to_the_row_read(tmp_path: Path) -> None
 
 def test_a_changed_source_is_read_again(tmp_path: Path) -> None:
     """Kept rows are keyed by content: after the file changes, loads see the new rows."""
-    path = _make(tmp_path / "src.sqlite", lambda c: c.execute("CREATE TABLE t (a INTEGER)"))
+    path = built_sqlite(tmp_path / "src.sqlite", lambda c: c.execute("CREATE TABLE t (a INTEGER)"))
     con = sqlite3.connect(path)
     con.execute("INSERT INTO t VALUES (1)")
     con.commit()
@@ -286,7 +277,7 @@ class _FailingSource:
 def test_a_source_failure_mid_load_is_the_load_error(tmp_path: Path) -> None:
     """DuckDB pulls the source's batches on its own; the source's own error (naming the table)
     is what the caller sees, not DuckDB's text wrapping of it."""
-    path = _make(tmp_path / "src.sqlite", lambda c: c.execute("CREATE TABLE t (a INTEGER)"))
+    path = built_sqlite(tmp_path / "src.sqlite", lambda c: c.execute("CREATE TABLE t (a INTEGER)"))
     con = sqlite3.connect(path)
     con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(100)])
     con.commit()
@@ -303,7 +294,7 @@ def test_a_source_failure_mid_load_is_the_load_error(tmp_path: Path) -> None:
 def test_engines_loading_one_source_at_once_all_get_every_row(tmp_path: Path) -> None:
     """A sweep loads one source into several engines on several threads: they share one scan
     and one read, and each copy is whole."""
-    path = _make(tmp_path / "src.sqlite", CASES["all_types"])
+    path = built_sqlite(tmp_path / "src.sqlite", CASES["all_types"])
     SOURCES.clear()
     reports: list[dict[str, int]] = []
     failures: list[BaseException] = []
@@ -330,7 +321,7 @@ def test_loads_share_one_type_scan_and_a_schema_lookup_hashes_nothing(
     the schema (no load, so no fingerprint asked for) scans as before rather than hash the file."""
     import polysql.backends.sqlite.backend as backend_module
 
-    path = _make(tmp_path / "src.sqlite", CASES["all_types"])
+    path = built_sqlite(tmp_path / "src.sqlite", CASES["all_types"])
     SOURCES.clear()
     scans: list[int] = []
     original = backend_module.introspect

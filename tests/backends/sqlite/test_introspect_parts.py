@@ -9,26 +9,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from polysql_testkit.sqlite_files import Build, built_sqlite
 
 from polysql.backends.sqlite import introspect, introspect_parts
 from polysql.backends.sqlite.connect import read_arrow
 from polysql.backends.sqlite.introspect_parts import part_count, read_whole_table
-
-Build = Callable[[sqlite3.Connection], None]
-
-
-def _make(path: Path, build: Build) -> Path:
-    con = sqlite3.connect(path)
-    build(con)
-    con.commit()
-    con.close()
-    return path
 
 
 def _recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -48,6 +38,16 @@ def _single(path: Path, table: str, select: str) -> pa.Table | type[BaseExceptio
         return read_arrow(path, f'SELECT {select} FROM "{table}" NOT INDEXED')
     except Exception as exc:  # noqa: BLE001 - the reference's error is part of its answer
         return type(exc)
+
+
+def _both_reads(path: Path, select: str, parts: int,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[pa.Table, pa.Table, list[str]]:
+    """Table ``t`` read in ``parts`` and at once, and the statements the parted read ran."""
+    statements = _recorded(monkeypatch)
+    got = read_whole_table(path, "t", select, parts=parts)
+    expected = _single(path, "t", select)
+    assert isinstance(expected, pa.Table)
+    return got, expected, statements
 
 
 def _parted(path: Path, table: str, select: str, parts: int) -> pa.Table | type[BaseException]:
@@ -79,12 +79,9 @@ def _gapped(con: sqlite3.Connection) -> None:
 
 def test_parts_give_the_rows_of_one_read_in_its_order(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _make(tmp_path / "src.sqlite", _gapped)
-    statements = _recorded(monkeypatch)
-    got = read_whole_table(path, "t", "i, f, s, b, d", parts=3)
+    path = built_sqlite(tmp_path / "src.sqlite", _gapped)
+    got, expected, statements = _both_reads(path, "i, f, s, b, d", 3, monkeypatch)
     assert len(statements) == 3 and all(" WHERE rowid " in sql for sql in statements)
-    expected = _single(path, "t", "i, f, s, b, d")
-    assert isinstance(expected, pa.Table)
     assert got.schema == expected.schema
     assert got.to_pylist() == expected.to_pylist()
 
@@ -97,13 +94,10 @@ def _null_in_one_part(con: sqlite3.Connection) -> None:
 
 def test_a_column_null_throughout_a_part_takes_the_type_the_others_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _make(tmp_path / "src.sqlite", _null_in_one_part)
-    statements = _recorded(monkeypatch)
-    got = read_whole_table(path, "t", "s, n", parts=2)
+    path = built_sqlite(tmp_path / "src.sqlite", _null_in_one_part)
+    got, expected, statements = _both_reads(path, "s, n", 2, monkeypatch)
     assert len(statements) == 2
     assert got.schema.field("s").type == pa.string()
-    expected = _single(path, "t", "s, n")
-    assert isinstance(expected, pa.Table)
     assert got.schema == expected.schema  # n: NULL in every part, typed as one read types it
     assert got.to_pylist() == expected.to_pylist()
 
@@ -128,7 +122,7 @@ def test_parts_typed_apart_are_read_again_at_once(tmp_path: Path, build: Build,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver types each part by its own first rows; where they disagree, the answer is the
     single read's own -- its rows or its refusal -- never a mixture."""
-    path = _make(tmp_path / "src.sqlite", build)
+    path = built_sqlite(tmp_path / "src.sqlite", build)
     statements = _recorded(monkeypatch)
     got = _parted(path, "t", "v", parts=2)
     assert statements[-1].endswith("NOT INDEXED")  # the whole read decided
@@ -153,12 +147,10 @@ def _every_alias_a_column(con: sqlite3.Connection) -> None:
 @pytest.mark.parametrize("build", [_without_rowid, _every_alias_a_column])
 def test_a_table_without_a_rowid_to_split_by_is_read_at_once(
         tmp_path: Path, build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _make(tmp_path / "src.sqlite", build)
-    statements = _recorded(monkeypatch)
-    got = read_whole_table(path, "t", "*", parts=2)
+    path = built_sqlite(tmp_path / "src.sqlite", build)
+    got, expected, statements = _both_reads(path, "*", 2, monkeypatch)
     assert statements == ['SELECT * FROM "t" NOT INDEXED']
-    expected = _single(path, "t", "*")
-    assert isinstance(expected, pa.Table) and got.to_pylist() == expected.to_pylist()
+    assert got.to_pylist() == expected.to_pylist()
 
 
 def _rowid_column(con: sqlite3.Connection) -> None:
@@ -168,12 +160,10 @@ def _rowid_column(con: sqlite3.Connection) -> None:
 
 def test_a_column_named_rowid_splits_by_another_alias(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _make(tmp_path / "src.sqlite", _rowid_column)
-    statements = _recorded(monkeypatch)
-    got = read_whole_table(path, "t", "rowid, v", parts=2)
+    path = built_sqlite(tmp_path / "src.sqlite", _rowid_column)
+    got, expected, statements = _both_reads(path, "rowid, v", 2, monkeypatch)
     assert len(statements) == 2 and all(" WHERE _rowid_ " in sql for sql in statements)
-    expected = _single(path, "t", "rowid, v")
-    assert isinstance(expected, pa.Table) and got.to_pylist() == expected.to_pylist()
+    assert got.to_pylist() == expected.to_pylist()
 
 
 def _one_big_table(con: sqlite3.Connection) -> None:
@@ -201,7 +191,7 @@ def test_the_type_scan_of_a_table_read_in_parts_is_the_single_reads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards the speed path: a table holding most of the rows is scanned in parts, and its
     logical types, coercions and the rows kept for the load are those of one read."""
-    path = _make(tmp_path / "src.sqlite", _one_big_table)
+    path = built_sqlite(tmp_path / "src.sqlite", _one_big_table)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     reference = _introspected(path)
     statements = _recorded(monkeypatch)

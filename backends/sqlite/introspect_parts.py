@@ -16,6 +16,7 @@ assume the file does not change while it is loaded (the load fingerprints it fir
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -31,6 +32,7 @@ from polysql.backends.sqlite.types import quote_ident
 MIN_ROWS_PER_PART = 100_000
 # The names SQLite accepts for a rowid; a column of the same name hides that one.
 _ROWID_NAMES = ("rowid", "_rowid_", "oid")
+_VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\b", re.IGNORECASE)
 
 
 def part_count(rows: int, total_rows: int, cores: int) -> int:
@@ -83,7 +85,7 @@ def _rowid_ranges(path: Path, table: str, parts: int) -> list[str] | None:
         with closing(sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)) as conn:
             row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                                (table,)).fetchone()
-            if row is None or "VIRTUAL" in (row[0] or "").upper().split("(")[0]:
+            if row is None or _VIRTUAL.match(row[0] or ""):
                 return None  # a virtual table's rowid may mean a scan of its own per part
             names = {str(r[0]).lower() for r in conn.execute(
                 "SELECT name FROM pragma_table_xinfo(?)", (table,))}

@@ -202,3 +202,19 @@ def test_the_type_scan_of_a_table_read_in_parts_is_the_single_reads(
     assert split == reference
     (_, _, kept) = split[1]
     assert len(kept["note"]) == 3_000 and kept["note"][1_599:1_601] == [None, "ü"]
+
+
+def _virtual_and_plain(con: sqlite3.Connection) -> None:
+    con.execute("CREATE TABLE virtual_notes (body TEXT)")
+    con.executemany("INSERT INTO virtual_notes VALUES (?)", [(f"n{i}",) for i in range(10)])
+    con.execute("CREATE VIRTUAL TABLE notes USING fts5(body)")
+    con.executemany("INSERT INTO notes VALUES (?)", [(f"n{i}",) for i in range(10)])
+
+
+def test_a_virtual_table_is_never_split(tmp_path: Path) -> None:
+    """Its rowid is whatever the module makes of it (a scan of its own per part, maybe); a
+    plain table is split whatever its name says."""
+    path = built_sqlite(tmp_path / "src.sqlite", _virtual_and_plain)
+    assert introspect_parts._rowid_ranges(path, "notes", 2) is None
+    assert introspect_parts._rowid_ranges(path, "virtual_notes", 2) == ["rowid < 6",
+                                                                        "rowid >= 6"]

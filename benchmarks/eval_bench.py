@@ -27,6 +27,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -125,8 +126,16 @@ def main() -> None:
     if args.baseline_only is not None:  # the baseline's own process
         print(run_baseline(args.baseline_only))
         return
-    rows = parse_size(args.rows)
     work = args.work or Path(tempfile.mkdtemp(prefix="eval_bench_"))
+    try:
+        bench(args, work)
+    finally:
+        if args.work is None:  # the dataset and every run folder: never left behind
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(args: argparse.Namespace, work: Path) -> None:
+    rows = parse_size(args.rows)
     folder = work / f"bird_{size_label(rows)}_{args.questions}"
     write_bird_dataset(folder, rows, args.questions)
     print(f"dataset: {args.questions} questions over {rows:,} orders in {folder}; "

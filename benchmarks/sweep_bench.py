@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -310,10 +311,19 @@ def main() -> None:
                         help="PNG to draw (default benchmark-figures/sweep_bench.png)")
     args = parser.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
-    bars: list[Bar] = []
     engines = engine_items(args.engines)
     work = args.work or Path(tempfile.mkdtemp(prefix="sweep_bench_"))
-    print(f"engines: {', '.join(engines)}; predictors: {args.predictor}; work folder: {work}")
+    print(f"engines: {', '.join(engines)}; predictors: {args.predictor}; work folder: {work}"
+          f"{'' if args.work else ' (removed at the end; --work keeps one)'}")
+    try:
+        bench(args, engines, sizes, work)
+    finally:
+        if args.work is None:  # generated datasets reach hundreds of MB: never leave them behind
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(args: argparse.Namespace, engines: list[str], sizes: list[int], work: Path) -> None:
+    bars: list[Bar] = []
     for rows in sizes:
         label = size_label(rows)
         dataset = work / f"sales_{label}"
@@ -324,7 +334,7 @@ def main() -> None:
         cache = work / f"cache_{label}"
         for stale in (cache, work / f"run_{label}_cold", work / f"run_{label}_warm"):
             if stale.exists():  # an earlier bench run: start cold again
-                subprocess.run(["rm", "-rf", str(stale)], check=True)
+                shutil.rmtree(stale)
         cold = run_sweep(dataset, work / f"run_{label}_cold", cache, engines, args.predictor,
                          args.timeout)
         warm = run_sweep(dataset, work / f"run_{label}_warm", cache, engines, args.predictor,

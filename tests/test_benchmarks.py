@@ -25,9 +25,12 @@ BENCH_DATABASES = {"polysql_load_bench", "polysql_insert_bench", "pgloader_load_
                    "load_data_bench", "load_data_keys_bench", "s2m_load_bench"}
 
 
-def run_benchmark(script: str, tmp_path: Path, *args: str) -> str:
+def run_benchmark(script: str, tmp_path: Path, *args: str, temp: Path | None = None) -> str:
+    """Run ``script``; ``temp``: the folder it makes its temporary files in (TMPDIR)."""
     figure = tmp_path / f"{script}.png"
     env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache")}
+    if temp is not None:
+        env["TMPDIR"] = str(temp)
     done = subprocess.run([sys.executable, str(BENCHMARKS / f"{script}.py"), *args,
                            "--figure", str(figure)], capture_output=True, text=True,
                           timeout=900, cwd=tmp_path, env=env)
@@ -60,6 +63,17 @@ def test_eval_bench_against_a_bird_style_pool(tmp_path: Path) -> None:
     output = run_benchmark("eval_bench", tmp_path, "--rows", "1k", "--questions", "20",
                            "--rounds", "1", "--work", str(tmp_path / "work"))
     assert "ratio polysql / baseline" in output and "accuracy 1.000 both" in output
+    assert (tmp_path / "work" / "bird_1k_20" / "dev.json").exists()  # --work keeps its folder
+
+
+def test_eval_bench_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    """Without --work the dataset and the runs go in a temporary folder, removed at the end."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    output = run_benchmark("eval_bench", tmp_path, "--rows", "1k", "--questions", "5",
+                           "--rounds", "1", temp=temp)
+    assert "ratio polysql / baseline" in output
+    assert list(temp.iterdir()) == []
 
 
 def _server(engine: str, variable: str, default: str) -> str:

@@ -150,16 +150,20 @@ class FileAudit:
                 f"prediction{first}; {fmt.layout}"
             )
         answers, where = self.first_prediction
+        # Lines that could not be read are told too: fixing the ids alone would not be enough.
+        unread = (f"; {self.skipped_lines} more line(s) could not be read (first: "
+                  f"{self.first_problem})" if self.skipped_lines and self.first_problem else "")
         if self.unknown_questions == self.predictions:
             raise PredictionFileError(
                 f"{self.path}: none of its {self.predictions} predictions matches a question of dataset "
-                f"{self.dataset} (first {answers} at {where}); are these predictions for another dataset?"
+                f"{self.dataset} (first {answers} at {where}); are these predictions for another "
+                f"dataset?{unread}"
             )
         if not self.selected_predictions:
             raise PredictionFileError(
                 f"{self.path}: none of its {self.predictions} predictions is for the "
                 f"{self.selected_questions} question(s) selected from dataset {self.dataset} (first "
-                f"{answers} at {where}); check --question and --limit"
+                f"{answers} at {where}); check --question and --limit{unread}"
             )
         named = [", ".join(self.unswept_dialects)] if self.unswept_dialects else []
         if self.unknown_dialect_lines:

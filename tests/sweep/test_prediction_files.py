@@ -67,3 +67,15 @@ def test_a_file_for_another_dataset_is_an_error_not_a_zero_score(tmp_path: Path)
     assert (f"{preds}: none of its 3 predictions matches a question of dataset demo (first id 'q1' at "
             "line 1); are these predictions for another dataset?") in output
     assert not (run / "results.jsonl").exists()
+
+
+def test_lines_that_could_not_be_read_are_named_beside_the_mismatch(tmp_path: Path) -> None:
+    """All ids wrong and a line broken: the error names both, so one fix does not lead to
+    another error."""
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"question_id": "q1", "sql": "SELECT 1"}) + "\n"
+                     + '{"question_id": "q2", "sql": "SELECT\n', encoding="utf-8")
+    code, output = sweep(preds, tmp_path / "run")
+    assert code == EXIT_DATA, output
+    assert "are these predictions for another dataset?; 1 more line(s) could not be read " \
+           f"(first: {preds}:2: not valid JSON" in " ".join(output.split())

@@ -297,7 +297,10 @@ def test_a_file_that_matches_nothing_is_an_error_saying_why(tmp_path: Path) -> N
         predictor.audit(["demo-001", "demo-002"], ENGINES, dataset="demo").require_match()
     assert str(other_dataset.value) == (
         f"{path}: none of its 9 predictions matches a question of dataset demo (first id 'q1' at "
-        "line 1); are these predictions for another dataset?")
+        "line 1); are these predictions for another dataset?; 2 more line(s) could not be read "
+        f"(first: {path}:8: 'sql' holds a lone surrogate U+D800 at offset 7, which is not valid "
+        "Unicode (a \\ud800-\\udfff escape without its pair); write the character itself or a "
+        "complete surrogate pair)")
     with pytest.raises(PredictionFileError, match=r"none of its 9 predictions is for the 1 question\(s\) "
                        r"selected from dataset demo \(first id 'q1' at line 1\); check --question"):
         predictor.audit(["q1", "q2", "q9"], ENGINES, selected=["q9"], dataset="demo").require_match()

@@ -70,6 +70,11 @@ def _usable(name: str) -> bool:
     return 0 < len(name) <= MAX_IDENTIFIER and name == name.rstrip(" ")
 
 
+def _columns_named(plan: TablePlan, index: Index) -> str:
+    """The index's columns as the loaded table names them: where a report puts its note."""
+    return ", ".join(plan.target(c) for c in index.columns)
+
+
 def _prefixed_unique(plan: TablePlan, index: Index, where: str) -> Coercion:
     return Coercion(plan.name, where, (
         f"UNIQUE index {index.name!r} created as a plain index: its text is too long for a "
@@ -112,7 +117,7 @@ def _shared_keys(conn: pymysql.connections.Connection, database: str, plan: Tabl
 def add_index(conn: pymysql.connections.Connection, database: str, plan: TablePlan,
               index: Index, name: str, collation: str) -> Coercion | None:
     """Create one index; what was changed or skipped, if anything."""
-    where = ", ".join(plan.target(c) for c in index.columns)
+    where = _columns_named(plan, index)
     shape = _parts(plan, index)
     if isinstance(shape, str):
         return Coercion(plan.name, where, f"index {index.name!r} not created: {shape}")
@@ -180,8 +185,7 @@ def _plain_at_once(conn: pymysql.connections.Connection, database: str, plan: Ta
         if index.unique and not prefixed:
             continue
         if index.unique:
-            notes.append(_prefixed_unique(plan, index, ", ".join(plan.target(c)
-                                                                  for c in index.columns)))
+            notes.append(_prefixed_unique(plan, index, _columns_named(plan, index)))
         name = convert(index.name, names)
         clauses.append(_clause(name if _usable(name) else None, parts, unique=False))
         done.append(index)

@@ -30,6 +30,12 @@ _READABLE_PRAGMAS = frozenset({
     "freelist_count", "foreign_keys", "journal_mode", "auto_vacuum", "data_version",
 })
 
+# Functions a query must not call although calling functions is allowed: fts3_tokenizer hands
+# out a pointer into the process and, where the build enables it (Debian's does), registers a
+# tokenizer at any address a query names -- a crash of the evaluator at best; load_extension
+# loads a shared library (extension loading is off on every connection as well).
+_DENIED_FUNCTIONS = frozenset({"fts3_tokenizer", "load_extension"})
+
 _SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master"})
 
 
@@ -37,6 +43,8 @@ def read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
                          db_name: str | None, trigger: str | None) -> int:
     """Allow reads and introspection; deny writes, schema changes, ATTACH/DETACH, transactions
     and state-changing pragmas."""
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_UPDATE and arg1 in _SCHEMA_TABLES:

@@ -159,3 +159,12 @@ def test_evaluation_reads_through_a_memory_map_that_evaluated_sql_cannot_change(
         assert writer.execute("PRAGMA mmap_size").fetchone()[0] == 0  # loads write: no map
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize("sql", ["SELECT fts3_tokenizer('simple')",
+                                 "SELECT hex(FTS3_TOKENIZER('x', X'0000000000000000'))",
+                                 "SELECT load_extension('libc')"])
+def test_functions_that_reach_into_the_process_are_refused(db_file: Path, sql: str) -> None:
+    with polysql.connect(f"sqlite:///{db_file}") as backend:
+        failed = backend.execute(sql)
+    assert failed.error is not None and failed.error.kind == "forbidden", failed

@@ -25,7 +25,7 @@ from polysql.backends._common.interruptible import interruptibly
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
 from polysql.backends.sqlite import INFO, introspect_arrow
-from polysql.backends.sqlite.connect import database_path, open_connection, statement_library
+from polysql.backends.sqlite.connect import database_path, open_connection
 from polysql.backends.sqlite.execute import run_statement
 from polysql.backends.sqlite.introspect import fingerprint, introspect
 from polysql.backends.sqlite.introspect_cache import SOURCES, CachedRows, fits, table_key
@@ -56,10 +56,6 @@ class SQLiteBackend(Backend):
         self.path = database_path(url)
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
-        # Statements run on a connection of their own when the file is only read: opened by
-        # the SQLite library that evaluates them (see connect.statement_library), while
-        # introspection and loads keep Python's module and its types.
-        self._statements: sqlite3.Connection | None = None
         self._closed = False
         self._lock = threading.Lock()
         self._flights = Flights()
@@ -88,23 +84,10 @@ class SQLiteBackend(Backend):
             self._conn = open_connection(self.path, read_only=self.read_only)
         return self._conn
 
-    def _statement_connection(self) -> sqlite3.Connection:
-        """The connection statements run on; the caller holds the lock. A writable or
-        in-memory database has one connection for everything (its data lives there)."""
-        if not self._shares_content():
-            return self._connection()
-        if self._closed:
-            raise EngineUnavailableError(f"{self!r} is closed")
-        if self._statements is None:
-            self._statements = open_connection(self.path, read_only=True,
-                                               library=statement_library())
-        return self._statements
-
     def _release(self) -> None:
-        for conn in (self._conn, self._statements):
-            if conn is not None:
-                conn.close()
-        self._conn = self._statements = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def execute(self, sql: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS) -> Result:
@@ -114,7 +97,7 @@ class SQLiteBackend(Backend):
         started = time.perf_counter()
         with self._flights.track() as flight, self._lock:
             try:
-                conn = self._statement_connection()
+                conn = self._connection()
             except EngineUnavailableError as exc:
                 return Result.failed("unavailable", str(exc), engine=self.name)
             if not flight.arm(conn.interrupt):
@@ -132,8 +115,7 @@ class SQLiteBackend(Backend):
         return self._flights.cancel()
 
     def version(self) -> str:
-        """The SQLite that runs this database's statements."""
-        return (statement_library() if self._shares_content() else sqlite3).sqlite_version
+        return sqlite3.sqlite_version
 
     def close(self) -> None:
         with self._lock:

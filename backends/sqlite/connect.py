@@ -2,26 +2,13 @@
 
 An evaluation connection (``read_only``) opens the file with ``mode=ro`` and gets the authorizer
 of :mod:`polysql.backends.sqlite.screen`; every connection has extension loading disabled.
-
-Statements under evaluation run on the SQLite library :func:`statement_library` picks: a current
-SQLite bundled by the ``sqlean.py`` package when it is installed (the ``sqlite`` extra), else the
-one Python's ``sqlite3`` module was built against. The version matters to verdicts: from SQLite
-3.43 on, SUM, AVG and TOTAL add floats with compensated (Kahan-Babuska-Neumaier) summation, so a
-sum of prices stored as REAL comes out as the correctly rounded number an exact engine returns
-(37.62, where an older SQLite gives 37.620000000000005 for some orders of the same rows and
-37.62 for others). Ranks, ties, HAVING tests and LIMIT cuts computed over such sums then agree
-with DuckDB's, PostgreSQL's and MySQL's DECIMAL arithmetic instead of depending on float noise,
-and a verdict no longer depends on which SQLite the machine happens to have. Loads read the
-stored values, which no SQLite version changes, through Python's own module.
 """
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from types import ModuleType
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -40,30 +27,6 @@ from polysql.core.errors import EngineUnavailableError
 EVALUATION_MMAP_BYTES = 2**31 - 2**16
 
 
-#: the first SQLite release whose SUM/AVG/TOTAL use compensated float summation
-COMPENSATED_SUMS = (3, 43)
-
-
-@functools.cache
-def statement_library() -> ModuleType:
-    """The DB-API module whose SQLite runs evaluated statements: ``sqlean`` (a current SQLite,
-    its bundled extensions switched off so that the SQL it accepts is stock SQLite's and no
-    file-reading function exists) when it is installed and its SQLite is not older than
-    Python's, else Python's ``sqlite3``."""
-    try:
-        import sqlean
-    except ImportError:
-        return sqlite3
-    sqlean.extensions.disable_all()
-    return sqlean if sqlean.sqlite_version_info >= sqlite3.sqlite_version_info else sqlite3
-
-
-def driver_errors(name: str = "Error") -> tuple[type[Exception], ...]:
-    """The DB-API exception class ``name`` of every SQLite module a connection may come from
-    (each module has classes of its own)."""
-    return tuple(dict.fromkeys(getattr(module, name) for module in (sqlite3, statement_library())))
-
-
 def database_path(url: URL) -> Path | None:
     """The file a ``sqlite://`` URL names, or None for an in-memory database."""
     database = url.database
@@ -72,10 +35,8 @@ def database_path(url: URL) -> Path | None:
     return Path(database)
 
 
-def open_connection(path: Path | None, *, read_only: bool,
-                    library: ModuleType = sqlite3) -> sqlite3.Connection:
-    """A connection to ``path`` (None: in-memory), read-only and screened when ``read_only``,
-    opened by ``library`` (``sqlite3`` or :func:`statement_library`)."""
+def open_connection(path: Path | None, *, read_only: bool) -> sqlite3.Connection:
+    """A connection to ``path`` (None: in-memory), read-only and screened when ``read_only``."""
     if path is None:
         target = ":memory:"
         uri = False
@@ -90,11 +51,8 @@ def open_connection(path: Path | None, *, read_only: bool,
         # isolation_level=None: autocommit, so writes on a load/test connection are visible at
         # once and evaluated SQL never leaves a transaction open. check_same_thread=False lets a
         # runner thread use the connection; the backend's lock serialises access.
-        if library is not sqlite3:
-            # A module-wide switch another user of the module could have turned back on.
-            library.extensions.disable_all()
-        conn = library.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
-    except library.Error as exc:
+        conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
         raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}: {exc}") from exc
     # Builds without extension support lack the method; then loading is impossible anyway.
     disable_extensions = getattr(conn, "enable_load_extension", None)

@@ -6,7 +6,8 @@ SQLite reports most errors as ``OperationalError``; its extended result code
 
 from __future__ import annotations
 
-from polysql.backends.sqlite.connect import driver_errors
+import sqlite3
+
 from polysql.core.model import ErrorKind
 
 _SYNTAX_MARKERS = ("syntax error", "incomplete input", "unrecognized token")
@@ -29,8 +30,7 @@ def classify(exc: Exception, *, deadline_passed: bool) -> ErrorKind:
         return "timeout" if deadline_passed else "runtime"
     if base_name in _FORBIDDEN_NAMES or any(m in message for m in _FORBIDDEN_MARKERS):
         return "forbidden"
-    if "one statement at a time" in message and isinstance(
-            exc, (*driver_errors("ProgrammingError"), *driver_errors("Warning"))):
+    if isinstance(exc, sqlite3.ProgrammingError) and "one statement at a time" in message:
         # polysql evaluates exactly one statement per prediction; more is a policy refusal.
         return "forbidden"
     if base_name in _TOO_LARGE_NAMES or "too big" in message:

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 from polysql.backends._common.cancel import Flight, cancelled
-from polysql.backends.sqlite.connect import driver_errors
 from polysql.backends.sqlite.errors import classify
 from polysql.core.model import Result
 
@@ -53,8 +52,7 @@ def run_statement(conn: sqlite3.Connection, sql: str, *, timeout: float, max_row
         cursor.execute(sql)
         columns = [d[0] for d in cursor.description or ()]
         rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
-    except (*driver_errors(), *driver_errors("Warning"), MemoryError, OverflowError,
-            ValueError) as exc:
+    except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
         elapsed = time.perf_counter() - started
         if stop.is_set():
             return cancelled(engine, elapsed, str(exc))

@@ -39,6 +39,7 @@ from polysql.normalizers.ordering import (
     widen_limit,
     widens,
 )
+from polysql.normalizers.policy import ROW_CAP_GROWTH
 
 # The re-runs' results: (compared, hidden, widened) as GoldRuns holds them.
 Evidence = tuple[Result, int, "Result | None"]
@@ -174,10 +175,6 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
         if again is not None:
             return again
     return verdict
-
-
-# How much higher the row cap is when a verdict rested on rows the first cap cut off.
-ROW_CAP_GROWTH = 10
 
 
 @dataclass(frozen=True, slots=True)

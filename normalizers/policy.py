@@ -30,6 +30,9 @@ from polysql.core.errors import ComparisonError
 #:    reached on the gold and the prediction run again under a cap ten times higher.
 CONTRACT_VERSION = 6
 
+#: How much higher the row cap is when a verdict rested on rows the first cap cut off (contract 6).
+ROW_CAP_GROWTH = 10
+
 UnresolvedOrder = Literal["exact", "bag"]
 NullOrder = Literal["either", "strict"]
 TextOrder = Literal["either", "strict"]

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from polysql.analysis.summary import Cell, Summary
-from polysql.normalizers.gold import ROW_CAP_GROWTH
-from polysql.normalizers.policy import changed_options, options_text
+from polysql.normalizers.policy import ROW_CAP_GROWTH, changed_options, options_text
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"

@@ -15,12 +15,12 @@ import polysql
 from polysql.backends.base import Backend
 from polysql.core.model import Result
 from polysql.normalizers.gold import (
-    ROW_CAP_GROWTH,
     Judged,
     judge_within_row_cap,
     rests_on_cut_rows,
     run_gold,
 )
+from polysql.normalizers.policy import ROW_CAP_GROWTH
 
 ROWS = 300
 

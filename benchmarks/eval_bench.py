@@ -35,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bytecode import as_installed
 from figures import Bar, draw_bars, figure_path
 from sweep_bench import DB_ID, QUESTIONS, parse_size, size_label, write_database
 
@@ -126,6 +127,7 @@ def main() -> None:
     if args.baseline_only is not None:  # the baseline's own process
         print(run_baseline(args.baseline_only))
         return
+    as_installed()
     work = args.work or Path(tempfile.mkdtemp(prefix="eval_bench_"))
     try:
         bench(args, work)

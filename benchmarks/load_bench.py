@@ -56,6 +56,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bytecode import as_installed
 from cpu_time import children_cpu, server_cpu_reader
 from figures import Bar, draw_bars, figure_path
 
@@ -356,6 +357,7 @@ def main() -> int:
     parser.add_argument("--figure", type=Path, default=None,
                         help="PNG to draw (default benchmark-figures/load_bench.png)")
     args = parser.parse_args()
+    as_installed()
 
     work = Path(tempfile.mkdtemp(prefix="polysql-load-bench-"))
     source = work / "bench.sqlite"

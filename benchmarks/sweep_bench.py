@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bytecode import as_installed
 from figures import Bar, draw_bars, figure_path
 
 DB_ID = "sales"
@@ -310,6 +311,7 @@ def main() -> None:
     parser.add_argument("--figure", type=Path, default=None,
                         help="PNG to draw (default benchmark-figures/sweep_bench.png)")
     args = parser.parse_args()
+    as_installed()
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     engines = engine_items(args.engines)
     work = args.work or Path(tempfile.mkdtemp(prefix="sweep_bench_"))

@@ -25,10 +25,12 @@ BENCH_DATABASES = {"polysql_load_bench", "polysql_insert_bench", "pgloader_load_
                    "load_data_bench", "load_data_keys_bench", "s2m_load_bench"}
 
 
-def run_benchmark(script: str, tmp_path: Path, *args: str, temp: Path | None = None) -> str:
-    """Run ``script``; ``temp``: the folder it makes its temporary files in (TMPDIR)."""
+def run_benchmark(script: str, tmp_path: Path, *args: str, temp: Path | None = None,
+                  **env_vars: str) -> str:
+    """Run ``script``; ``temp``: the folder it makes its temporary files in (TMPDIR);
+    ``env_vars``: more environment variables for it."""
     figure = tmp_path / f"{script}.png"
-    env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache"), **env_vars}
     if temp is not None:
         env["TMPDIR"] = str(temp)
     done = subprocess.run([sys.executable, str(BENCHMARKS / f"{script}.py"), *args,
@@ -74,6 +76,17 @@ def test_eval_bench_leaves_no_temporary_folder(tmp_path: Path) -> None:
                            "--rounds", "1", temp=temp)
     assert "ratio polysql / baseline" in output
     assert list(temp.iterdir()) == []
+
+
+def test_whole_process_benchmarks_time_polysql_from_cached_bytecode(tmp_path: Path) -> None:
+    """With PYTHONDONTWRITEBYTECODE set, every polysql process would compile its modules again,
+    a start-up cost no installed package pays: the benchmark says so and unsets it for the
+    processes it times."""
+    output = run_benchmark("eval_bench", tmp_path, "--rows", "1k", "--questions", "3",
+                           "--rounds", "1", "--work", str(tmp_path / "work"),
+                           PYTHONDONTWRITEBYTECODE="1")
+    assert "PYTHONDONTWRITEBYTECODE was set: unset for the processes timed here" in output
+    assert "ratio polysql / baseline" in output
 
 
 def _server(engine: str, variable: str, default: str) -> str:

@@ -65,6 +65,9 @@ class EngineFleet:
         self.cache_dir = cache_dir
         self.dataset_name = dataset_name
         self._copies = EvaluationCopies(cache_dir)
+        # (engine, db_id) -> (the copy's load report, its fingerprint): asked for every statement,
+        # and worth keeping while the same report stands (a copy rebuilt gets a new one)
+        self._fingerprints: dict[tuple[str, str], tuple[LoadReport, str]] = {}
 
     @property
     def load_reports(self) -> dict[tuple[str, str], LoadReport]:
@@ -105,9 +108,16 @@ class EngineFleet:
         engine's copy layout when its copies hold more than the source's tables (so results
         cached on a copy of another shape are not served)."""
         key = self._copies.key(spec.url, self.dataset_name, db_id, spec.name)
-        fingerprint = self._copies.reports[key].fingerprint
+        report = self._copies.reports[key]
+        known = self._fingerprints.get((spec.name, db_id))
+        if known is not None and known[0] is report:
+            return known[1]
         layout = layout_digest(spec.url)
-        return fingerprint if layout is None else content_digest("copy", fingerprint, layout)
+        fingerprint = report.fingerprint
+        if layout is not None:
+            fingerprint = content_digest("copy", fingerprint, layout)
+        self._fingerprints[(spec.name, db_id)] = (report, fingerprint)
+        return fingerprint
 
     def reconnect(self, spec: EngineSpec, db_id: str, source_url: str, slot: int = 0) -> Backend:
         """Drop ``slot``'s connection, which died, and open a fresh one (reloading if the copy

@@ -51,6 +51,9 @@ class Executor:
         # statements running now, by thread: what a second Ctrl-C cancels
         self._running: dict[int, Backend] = {}
         self._running_lock = threading.Lock()
+        # what the cache knows each engine by: the same for every statement, and not free to
+        # work out (URL rendering)
+        self._engine_keys: dict[EngineSpec, str] = {}
 
     @property
     def stopping(self) -> bool:
@@ -68,8 +71,11 @@ class Executor:
         key = None
         if self.cache is not None:
             with self.timings.stage("cache"):
+                engine_key = self._engine_keys.get(spec)
+                if engine_key is None:
+                    engine_key = self._engine_keys[spec] = _engine_key(spec)
                 key = execution_key(
-                    engine=_engine_key(spec),
+                    engine=engine_key,
                     engine_version=backend.version(), db_fingerprint=fingerprint, sql=sql,
                     timeout=self.timeout, max_rows=max_rows,
                 )

@@ -87,6 +87,7 @@ class SweepWork:
         self._out: Any = None  # the results file, open for appending while workers run
         self._helpers: ThreadPoolExecutor | None = None  # more workers per engine, while running
         self._broken: set[str] = set()  # engines a worker failed on (its error goes up)
+        self._gold_specs: dict[str, EngineSpec] = {}  # by db_id: asked for every question
 
     def run(self, pending: dict[str, list[WorkItem]]) -> None:
         need_gold = {item.question.id: item.question for items in pending.values() for item in items}
@@ -113,9 +114,13 @@ class SweepWork:
 
     # -- gold -----------------------------------------------------------------------------------
     def _gold_spec(self, question: Question) -> EngineSpec:
-        url = parse_url(self.dataset.database_url(question.db_id))
-        cls = backend_class(url)
-        return EngineSpec(name=f"gold:{cls.name}", url=without_database(url), backend=cls)
+        spec = self._gold_specs.get(question.db_id)
+        if spec is None:
+            url = parse_url(self.dataset.database_url(question.db_id))
+            cls = backend_class(url)
+            spec = EngineSpec(name=f"gold:{cls.name}", url=without_database(url), backend=cls)
+            self._gold_specs[question.db_id] = spec
+        return spec
 
     def _run_golds(self, questions: list[Question]) -> dict[str, GoldRuns]:
         with self.timings.lane(GOLD_LANE):

@@ -13,6 +13,11 @@ Decimals takes about 20 ms), and it would otherwise hold up the worker's next st
 not committed yet are served from memory, so a ``get`` always sees what this process put. A crash
 loses only the uncommitted tail (at most about ``flush_interval`` seconds of entries): those
 statements run again next time.
+
+The results put or read most recently stay in memory too, up to :data:`RECENT_CELLS` values in
+all: a sweep asks for the same large result from every engine lane (a gold re-run under a higher
+row cap, a prediction that is the gold's own SQL), and unpickling 200,000 rows again each time
+took longer than judging them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import pickle
 import sqlite3
 import threading
 import zlib
+from collections import OrderedDict
 from pathlib import Path
 from types import TracebackType
 
@@ -46,6 +52,9 @@ _LEVEL = 1
 
 DEFAULT_BATCH_SIZE = 200
 DEFAULT_FLUSH_INTERVAL = 0.5  # seconds
+# Values (rows x columns) of the recent results kept in memory: about 100 MB of Python rows at
+# most, a few large results or thousands of small ones.
+RECENT_CELLS = 2_000_000
 
 
 def execution_key(*, engine: str, engine_version: str, db_fingerprint: str, sql: str,
@@ -86,7 +95,8 @@ class ExecutionCache:
     """
 
     def __init__(self, path: str | Path, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 flush_interval: float = DEFAULT_FLUSH_INTERVAL) -> None:
+                 flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+                 recent_cells: int = RECENT_CELLS) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.batch_size = max(1, batch_size)
@@ -106,6 +116,9 @@ class ExecutionCache:
         self._write_lock = threading.Lock()  # one batch written at a time, on one connection
         self._pending: dict[str, Result] = {}  # put, not yet taken by a batch
         self._writing: dict[str, Result] = {}  # in the batch being written now
+        self._recent: OrderedDict[str, Result] = OrderedDict()  # committed or read, newest last
+        self._recent_cells = 0
+        self.recent_cells = recent_cells
         self._wake = threading.Event()  # a full batch waits, or the cache is closing
         self._writer: threading.Thread | None = None  # started by the first put
         self._closed = False
@@ -120,14 +133,37 @@ class ExecutionCache:
             result = self._pending.get(key)
             if result is None:
                 result = self._writing.get(key)
+            if result is None:
+                result = self._recent.get(key)
+                if result is not None:
+                    self._recent.move_to_end(key)
         if result is None:
             result = self._read(key)
+            if result is not None:
+                with self._memory_lock:
+                    self._remember([(key, result)])
         with self._memory_lock:
             if result is None:
                 self.misses += 1
             else:
                 self.hits += 1
         return result
+
+    def _remember(self, entries: list[tuple[str, Result]]) -> None:
+        """Keep ``entries`` among the recent results, dropping the oldest beyond the budget; the
+        caller holds ``_memory_lock``."""
+        for key, result in entries:
+            cells = _cells(result)
+            if cells > self.recent_cells:
+                continue  # larger than the whole budget: read from the file when asked again
+            old = self._recent.pop(key, None)
+            if old is not None:
+                self._recent_cells -= _cells(old)
+            self._recent[key] = result
+            self._recent_cells += cells
+        while self._recent_cells > self.recent_cells and self._recent:
+            _key, dropped = self._recent.popitem(last=False)
+            self._recent_cells -= _cells(dropped)
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read connection, opened on its first read."""
@@ -195,6 +231,7 @@ class ExecutionCache:
             self._writing = batch
         if not batch:
             return
+        stored: list[tuple[str, Result]] = []  # committed: kept among the recent results
         try:
             rows: list[tuple[str, bytes]] = []
             for key, result in batch.items():
@@ -203,16 +240,20 @@ class ExecutionCache:
                 except Exception:  # noqa: BLE001 - a driver value pickle cannot take: not cached
                     with self._memory_lock:
                         self.unstored += 1
+                    continue
+                stored.append((key, result))
             self._write_conn.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
             self._write_conn.commit()
             with self._memory_lock:
                 self.commits += 1
         except sqlite3.Error as exc:
+            stored = []  # as if never cached, in memory too: run again
             self.write_error = f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(sqlite3.Error):
                 self._write_conn.rollback()
         finally:
             with self._memory_lock:
+                self._remember(stored)
                 self._writing = {}
 
     def close(self) -> None:
@@ -233,6 +274,8 @@ class ExecutionCache:
                 self._write_conn.close()
                 with self._memory_lock:
                     readers, self._readers = self._readers, []
+                    self._recent.clear()
+                    self._recent_cells = 0
                 for conn in readers:
                     conn.close()
 
@@ -242,3 +285,8 @@ class ExecutionCache:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _cells(result: Result) -> int:
+    """The values a result holds, as the recent results' budget counts them (at least 1)."""
+    return max(1, len(result.rows) * max(1, len(result.columns)))

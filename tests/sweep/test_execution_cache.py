@@ -201,3 +201,49 @@ def test_threads_read_committed_entries_each_on_a_connection_of_their_own(tmp_pa
     assert cache.hits == 200
     with pytest.raises(sqlite3.ProgrammingError):  # as with one shared connection
         cache.get("k0")
+
+
+def test_recent_results_are_served_from_memory_within_a_budget(tmp_path: Path) -> None:
+    """A sweep asks every engine lane for the same large result (a gold re-run under a higher
+    row cap): a committed or read result stays in memory, as the very object, until results
+    of more values than the budget came after it; then it is read from the file again."""
+    path = tmp_path / "cache.sqlite"
+    first = Result(columns=["a", "b"], rows=[(i, i) for i in range(40)])  # 80 values
+    second = Result(columns=["a"], rows=[(i,) for i in range(50)])  # 50 values
+    cache = ExecutionCache(path, batch_size=1000, flush_interval=3600, recent_cells=100)
+    try:
+        cache.put("first", first)
+        cache.flush()
+        assert "first" in committed(path)
+        assert cache.get("first") is first  # committed, and still in memory
+        cache.put("second", second)
+        cache.flush()
+        assert cache.get("second") is second
+        again = cache.get("first")  # pushed out by the second (130 values > 100)
+        assert again == first and again is not first
+        assert cache.get("first") is again  # read from the file, then kept
+    finally:
+        cache.close()
+    reopened = ExecutionCache(path, recent_cells=10)
+    try:
+        whole = reopened.get("second")  # 50 values: more than the whole budget
+        assert whole == second and reopened.get("second") is not whole
+    finally:
+        reopened.close()
+
+
+def test_a_result_whose_commit_failed_is_not_served_from_memory(tmp_path: Path) -> None:
+    """A failed commit drops its batch: those statements run again, none is served."""
+    path = tmp_path / "cache.sqlite"
+    cache = ExecutionCache(path, batch_size=1000, flush_interval=3600)
+    try:
+        with sqlite3.connect(path) as conn:
+            conn.execute("DROP TABLE results")  # every INSERT of the next batch fails
+        cache.put("k", small())
+        cache.flush()
+        assert cache.write_error is not None
+        with sqlite3.connect(path) as conn:  # the file readable again, without the entry
+            conn.execute("CREATE TABLE results (key TEXT PRIMARY KEY, value BLOB)")
+        assert cache.get("k") is None
+    finally:
+        cache.close()

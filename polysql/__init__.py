@@ -10,13 +10,27 @@ from typing import TYPE_CHECKING, Any
 
 from polysql.core.model import ExecError, Result, Verdict
 from polysql.core.version import __version__
-from polysql.engines.registry import connect
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from polysql.backends.base import Backend
     from polysql.core.schema import LoadReport
 
 
 __all__ = ["ExecError", "Result", "Verdict", "__version__", "compare", "connect", "load"]
+
+
+def connect(url: str | URL, **options: Any) -> Backend:
+    """Connect to the engine named by ``url`` (``sqlite:///path``, ``duckdb:///path``,
+    ``postgresql://user@host/db``, ...). File engines open read-only unless
+    ``read_only=False`` is passed."""
+    # imported on first call: every `import polysql.<anything>` runs this file first, so the
+    # engine stack (SQLAlchemy's URL, Arrow, the backends) is not paid for by code that needs
+    # none of it (`polysql --help`, reports, leaderboards)
+    from polysql.engines.registry import connect as _connect
+
+    return _connect(url, **options)
 
 
 def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
@@ -24,8 +38,7 @@ def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
     """Decide whether ``pred`` answers the same as ``gold`` under the comparison contract
     (docs/comparison.md). ``ordered=None`` infers order sensitivity from ``gold_sql``, which also
     lets NULLs sit where the prediction's engine puts them when that needs no re-run of the gold."""
-    # imported on first call: every `import polysql.<anything>` runs this file first, so the
-    # comparison and loading stacks are not paid for by code that needs neither
+    # imported on first call, as in connect() above
     from polysql.normalizers.gold import judge_results
 
     return judge_results(gold, pred, gold_sql=gold_sql, ordered=ordered, **policy)

@@ -210,8 +210,7 @@ def test_recent_results_are_served_from_memory_within_a_budget(tmp_path: Path) -
     path = tmp_path / "cache.sqlite"
     first = Result(columns=["a", "b"], rows=[(i, i) for i in range(40)])  # 80 values
     second = Result(columns=["a"], rows=[(i,) for i in range(50)])  # 50 values
-    cache = ExecutionCache(path, batch_size=1000, flush_interval=3600, recent_cells=100)
-    try:
+    with ExecutionCache(path, batch_size=1000, flush_interval=3600, recent_cells=100) as cache:
         cache.put("first", first)
         cache.flush()
         assert "first" in committed(path)
@@ -222,21 +221,15 @@ def test_recent_results_are_served_from_memory_within_a_budget(tmp_path: Path) -
         again = cache.get("first")  # pushed out by the second (130 values > 100)
         assert again == first and again is not first
         assert cache.get("first") is again  # read from the file, then kept
-    finally:
-        cache.close()
-    reopened = ExecutionCache(path, recent_cells=10)
-    try:
+    with ExecutionCache(path, recent_cells=10) as reopened:
         whole = reopened.get("second")  # 50 values: more than the whole budget
         assert whole == second and reopened.get("second") is not whole
-    finally:
-        reopened.close()
 
 
 def test_a_result_whose_commit_failed_is_not_served_from_memory(tmp_path: Path) -> None:
     """A failed commit drops its batch: those statements run again, none is served."""
     path = tmp_path / "cache.sqlite"
-    cache = ExecutionCache(path, batch_size=1000, flush_interval=3600)
-    try:
+    with ExecutionCache(path, batch_size=1000, flush_interval=3600) as cache:
         with sqlite3.connect(path) as conn:
             conn.execute("DROP TABLE results")  # every INSERT of the next batch fails
         cache.put("k", small())
@@ -245,5 +238,3 @@ def test_a_result_whose_commit_failed_is_not_served_from_memory(tmp_path: Path) 
         with sqlite3.connect(path) as conn:  # the file readable again, without the entry
             conn.execute("CREATE TABLE results (key TEXT PRIMARY KEY, value BLOB)")
         assert cache.get("k") is None
-    finally:
-        cache.close()

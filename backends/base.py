@@ -18,15 +18,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-import pyarrow as pa
-from sqlalchemy.engine import URL
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from polysql.backends._common.statement_text import STANDARD_COMMENTS, CommentSyntax
 from polysql.core.errors import ConfigError, LoadError
 from polysql.core.model import Result
 from polysql.core.schema import Coercion, LoadReport, Table
+
+if TYPE_CHECKING:
+    # annotations only: the engine catalog reads EngineInfo through this module, and code that
+    # only lists engines or reads records should not import Arrow and SQLAlchemy for it
+    import pyarrow as pa
+    from sqlalchemy.engine import URL
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000

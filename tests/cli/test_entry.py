@@ -1,5 +1,6 @@
-"""The console script: ``polysql`` exits through :func:`polysql.cli.entry.run`, which leaves the
-process's objects out of the interpreter's last garbage collections and changes nothing else."""
+"""The console script: ``polysql`` runs through :func:`polysql.cli.entry.run`, which collects
+young garbage less often while the command runs and leaves the process's objects out of the
+interpreter's last garbage collections, and changes nothing else."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from polysql.cli.entry import YOUNG_COLLECTION
 from polysql.cli.main import EXIT_MISMATCH, main
 
 # atexit handlers run after run() froze the heap: they report what a shell would not see
 PROBE = """
 import atexit, gc, sys
 atexit.register(lambda: print("at exit, frozen:", gc.get_freeze_count() > 0, flush=True))
+atexit.register(lambda: print("threshold:", gc.get_threshold(), flush=True))
 sys.argv = ["polysql", *sys.argv[1:]]
 from polysql.cli.entry import run
 run()
@@ -44,7 +47,10 @@ def test_run_keeps_exit_codes_output_and_exit_handlers(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_MISMATCH, done.stdout + done.stderr
     assert done.stdout.startswith("mismatch: gold has 3 rows, predicted 2"), done.stdout
-    assert done.stdout.rstrip().endswith("at exit, frozen: True"), done.stdout
+    # atexit runs handlers last-registered first
+    assert done.stdout.rstrip().endswith(
+        f"threshold: {(YOUNG_COLLECTION, *gc.get_threshold()[1:])}\nat exit, frozen: True"), \
+        done.stdout
 
     done = subprocess.run([sys.executable, "-c", PROBE, "compare", "--no-such-option"],
                           capture_output=True, text=True, timeout=120)
@@ -62,8 +68,9 @@ def test_run_keeps_exit_codes_output_and_exit_handlers(tmp_path: Path) -> None:
 
 
 def test_calling_main_in_a_process_that_goes_on_freezes_nothing(tmp_path: Path) -> None:
-    before = gc.get_freeze_count()
+    before, threshold = gc.get_freeze_count(), gc.get_threshold()
     result = CliRunner().invoke(main, ["compare", "--db", _shop(tmp_path),
                                        "--gold", "SELECT 1", "--pred", "SELECT 1"])
     assert result.exit_code == 0, result.output
     assert gc.get_freeze_count() == before
+    assert gc.get_threshold() == threshold  # the host program's collector settings stay its own

@@ -7,7 +7,8 @@ For each size (rows in the fact table) it writes a dataset as BIRD's dev release
 
 with analytic gold questions (aggregates, joins, GROUP BY, HAVING, ORDER BY over NULLs, LIMIT,
 a large result), then runs ``polysql sweep --timings`` on it twice, each time into a new run
-folder: first with an empty polysql cache (every copy loaded, every statement executed), then
+folder: first with an empty polysql cache and no server copy left from an earlier run (every copy
+loaded, every statement executed), then
 again with that cache warm (copies and executions reused: what re-evaluating costs). Each run's
 ``timings.json`` gives, per engine, the load rate, the engine's time and polysql's own time; the
 ratio polysql/engine is the overhead the sweep adds to executing SQL, and the warm/cold ratio
@@ -243,6 +244,32 @@ def run_sweep(dataset: Path, run: Path, cache: Path, engines: list[str], predict
     return SweepRun(wall, json.loads(timings_file.read_text(encoding="utf-8")))
 
 
+def drop_server_copies(dataset: Path, engines: list[str]) -> None:
+    """Drop the PostgreSQL and MySQL copies a sweep of ``dataset`` builds. Before a cold sweep:
+    a copy an earlier run left (same data, same name) would be reused, and the sweep would load
+    nothing on that server while the others load, which changes how much runs at once and so
+    every ratio. After the bench: it leaves nothing behind on the servers."""
+    servers = [item.partition("=") for item in engines if "=" in item]
+    if not servers:
+        return  # file engines keep their copies in the run's own cache folder
+    from polysql.core.urls import parse_url
+    from polysql.datasets.registry import get_dataset
+    from polysql.engines.copies import copy_url
+
+    name = get_dataset(f"bird:{dataset}").name
+    for engine, _, url in servers:
+        copy = copy_url(parse_url(url), dataset=name, db_id=DB_ID)
+        # each server's client is imported only when that server is benchmarked
+        if engine == "postgres":
+            from polysql.backends.postgres.setup import drop_evaluation_database
+
+            drop_evaluation_database(parse_url(url), str(copy.database))
+        elif engine == "mysql":
+            from polysql.backends.mysql.backend import MySQLBackend
+
+            MySQLBackend.drop(copy)
+
+
 def lane_of(engine_item: str) -> str:
     return engine_item.split("=", 1)[0]
 
@@ -337,10 +364,14 @@ def bench(args: argparse.Namespace, engines: list[str], sizes: list[int], work: 
         for stale in (cache, work / f"run_{label}_cold", work / f"run_{label}_warm"):
             if stale.exists():  # an earlier bench run: start cold again
                 shutil.rmtree(stale)
-        cold = run_sweep(dataset, work / f"run_{label}_cold", cache, engines, args.predictor,
-                         args.timeout)
-        warm = run_sweep(dataset, work / f"run_{label}_warm", cache, engines, args.predictor,
-                         args.timeout)
+        drop_server_copies(dataset, engines)
+        try:
+            cold = run_sweep(dataset, work / f"run_{label}_cold", cache, engines, args.predictor,
+                             args.timeout)
+            warm = run_sweep(dataset, work / f"run_{label}_warm", cache, engines,
+                             args.predictor, args.timeout)
+        finally:
+            drop_server_copies(dataset, engines)
         bars += report(label, rows, engines, cold, warm, bare)
     drawn = draw_bars(figure_path(args.figure, "sweep_bench"),
                       "polysql's own time per second of engine time, cold sweep", bars,

@@ -122,6 +122,45 @@ def test_load_bench_against_the_servers(tmp_path: Path) -> None:
     assert not set(_databases(mysql, "SHOW DATABASES")) & BENCH_DATABASES
 
 
+def test_sweep_bench_loads_server_copies_cold_and_drops_them(tmp_path: Path) -> None:
+    """A copy an earlier sweep left on a server is dropped before the cold sweep (which then
+    loads it, as on every other engine), and the bench leaves no copy behind."""
+    pg = _server("postgres", "POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/")
+    mysql = _server("mysql", "POLYSQL_MYSQL_URL", "mysql://root@127.0.0.1:3306/")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from sweep_bench import write_dataset
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    work = tmp_path / "work"
+    write_dataset(work / "sales_1k", 1000)
+    engines = f"postgres={pg},mysql={mysql}"
+    # an earlier sweep of the same data: its copies stay on the servers
+    earlier = subprocess.run(
+        [sys.executable, "-m", "polysql.cli", "sweep", "--dataset", f"bird:{work / 'sales_1k'}",
+         "--engines", engines, "--predictor", "gold", "--out", str(tmp_path / "earlier")],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "POLYSQL_CACHE": str(tmp_path / "earlier-cache")})
+    assert earlier.returncode == 0, earlier.stdout + earlier.stderr
+    assert _sales_copies(pg, mysql) == {"postgres": 1, "mysql": 1}
+
+    output = run_benchmark("sweep_bench", tmp_path, "--sizes", "1k", "--engines",
+                           "postgres,mysql", "--work", str(work),
+                           POLYSQL_POSTGRES_URL=pg, POLYSQL_MYSQL_URL=mysql)
+    for engine in ("postgres", "mysql"):
+        line = next(line for line in output.splitlines() if line.startswith(f"{engine} "))
+        assert int(line.split()[1].replace(",", "")) > 0, line  # rows loaded by the cold sweep
+    assert _sales_copies(pg, mysql) == {"postgres": 0, "mysql": 0}
+
+
+def _sales_copies(pg: str, mysql: str) -> dict[str, int]:
+    """How many copies of the sweep benchmark's database each server holds."""
+    prefix = "polysql_bird_dev_sales"
+    return {"postgres": sum(name.startswith(prefix)
+                            for name in _databases(pg, "SELECT datname FROM pg_database")),
+            "mysql": sum(name.startswith(prefix) for name in _databases(mysql, "SHOW DATABASES"))}
+
+
 def _databases(url: str, sql: str) -> list[str]:
     """What ``sql`` lists, asked as the administrator ``url`` names (polysql itself refuses to
     evaluate as an administrator, so the server's own client asks)."""

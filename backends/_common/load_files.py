@@ -90,9 +90,20 @@ def atomic_build(target: Path, companions: tuple[str, ...]) -> Iterator[Path]:
 
     ``companions`` are suffixes of files the engine keeps beside a database (``.wal``,
     ``-journal``): stale ones belonging to the old target are removed first, since an engine
-    would otherwise replay them onto the new file.
+    would otherwise replay them onto the new file. A target that cannot be written (a folder,
+    or a path through a file) is refused before anything is built.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise LoadError(f"the load target {str(target)!r} is a folder: name the database file "
+                        f"to create, e.g. {str(target / 'copy')!r} plus the engine's extension")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise LoadError(f"cannot create the load target {str(target)!r}: {exc.filename!r} is a "
+                        f"file, not a folder; choose a path through folders only") from exc
+    except OSError as exc:  # no permission, read-only file system, ...
+        raise LoadError(f"cannot create the folder of the load target {str(target)!r}: "
+                        f"{exc.strerror or exc} ({exc.filename or target.parent})") from exc
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     try:
         yield temporary

@@ -53,7 +53,9 @@ def open_connection(path: Path | None, *, read_only: bool) -> sqlite3.Connection
         # runner thread use the connection; the backend's lock serialises access.
         conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}: {exc}") from exc
+        hint = (": it is a folder; name a database file (e.g. one in it ending .sqlite)"
+                if path is not None and path.is_dir() else f": {exc}")
+        raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}{hint}") from exc
     # Builds without extension support lack the method; then loading is impossible anyway.
     disable_extensions = getattr(conn, "enable_load_extension", None)
     if disable_extensions is not None:

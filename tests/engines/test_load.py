@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import polysql
-from polysql.core.errors import ConfigError, LoadError, UnknownEngineError
+from polysql.core.errors import ConfigError, EngineUnavailableError, LoadError, UnknownEngineError
 
 
 @pytest.fixture
@@ -118,6 +118,30 @@ def test_missing_source_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="absent.sqlite"):
         polysql.load(f"sqlite:///{missing}", f"duckdb:///{tmp_path / 'x.duckdb'}")
     assert not (tmp_path / "x.duckdb").exists()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_a_target_path_through_a_file_is_a_load_error(source: Path, tmp_path: Path,
+                                                      engine: str) -> None:
+    """A file where a folder of the target's path should be: a clear error naming that file
+    (it was an internal error), and the file is left as it was."""
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("keep me", encoding="utf-8")
+    with pytest.raises(LoadError, match=r"'.*notes\.txt' is a file, not a folder"):
+        polysql.load(f"sqlite:///{source}", f"{engine}:///{blocker / ('copy.' + engine)}")
+    assert blocker.read_text(encoding="utf-8") == "keep me"
+
+
+def test_a_folder_as_target_is_refused_before_loading(source: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    with pytest.raises(LoadError, match="is a folder: name the database file to create"):
+        polysql.load(f"sqlite:///{source}", f"duckdb:///{folder}")
+    assert list(folder.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "copies", "src"]  # nothing built beside it either
+    # SQLite opens its target before loading: refused there, as an engine that cannot be used
+    with pytest.raises(EngineUnavailableError, match="it is a folder; name a database file"):
+        polysql.load(f"sqlite:///{source}", f"sqlite:///{folder}")
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:",

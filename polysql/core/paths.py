@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from polysql.core.errors import ConfigError
+
 CACHE_ENV = "POLYSQL_CACHE"
 
 
@@ -18,9 +20,16 @@ def cache_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """:func:`cache_root`, created if missing."""
+    """:func:`cache_root`, created if missing; ConfigError when it cannot be (a file in its
+    place, no permission), naming the folder and how to choose another."""
     root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        what = ("a file stands in its path" if isinstance(exc, FileExistsError | NotADirectoryError)
+                else exc.strerror or str(exc))
+        raise ConfigError(f"cannot create polysql's cache folder {str(root)!r} ({what}); set "
+                          f"{CACHE_ENV} to a folder you can write in") from exc
     return root
 
 

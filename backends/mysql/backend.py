@@ -232,7 +232,10 @@ class MySQLBackend(Backend):
                     conn.close()
             login = self._evaluation.login
             if login is None:
-                return Result.failed("forbidden", self._evaluation.refusal or "no evaluation login",
+                # The login, not the statement, is refused: the engine cannot be used as given
+                # (a sweep must not count this as the prediction's error, compare exits 3).
+                return Result.failed("unavailable",
+                                     self._evaluation.refusal or "no evaluation login",
                                      engine=self.name)
             self._pool = connection_pool(login, self.pool_size, conv=DECODERS,
                                          init_command=EVALUATION_SESSION)

@@ -14,7 +14,9 @@ from polysql.backends.base import DEFAULT_MAX_ROWS
 from polysql.cli.console import stdout
 from polysql.cli.main import EXIT_INVALID_GOLD, EXIT_MISMATCH
 from polysql.cli.options import parse_policy
+from polysql.core.errors import EngineUnavailableError
 from polysql.core.model import Result
+from polysql.core.urls import parse_url
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import check_order_request, resolve_policy
 from polysql.normalizers.gold import judge_within_row_cap, run_gold
@@ -50,7 +52,9 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
 
         run = runner(DEFAULT_MAX_ROWS)
         gold = run_gold(gold_sql, gold_engine.dialect, run, deferred=True)
+        _usable(gold.result, db_url)
         pred = pred_engine.execute(pred_sql, timeout=timeout, max_rows=DEFAULT_MAX_ROWS)
+        _usable(pred, pred_url or db_url)
         verdict = judge_within_row_cap(gold, pred, run, rerun, DEFAULT_MAX_ROWS, ordered=ordered,
                                        policy=policy).verdict
     if as_json:
@@ -66,3 +70,12 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
         sys.exit(0)
     # a failed gold is the reference's fault, not the prediction's: scripts must tell them apart
     sys.exit(EXIT_INVALID_GOLD if verdict.details.get("invalid_gold") else EXIT_MISMATCH)
+
+
+def _usable(result: Result, url: str) -> None:
+    """An engine that could not run the statement at all (gone away, or refusing the login):
+    the engine's problem, exit 3 like any unusable engine -- never a verdict on the SQL."""
+    if result.error is not None and result.error.kind == "unavailable":
+        shown = parse_url(url).render_as_string(hide_password=True)
+        raise EngineUnavailableError(f"{shown} could not run the query: "
+                                     f"{result.error.message}")

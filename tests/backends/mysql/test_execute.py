@@ -185,6 +185,27 @@ def test_reader_sees_only_its_database(backend: MySQLBackend,
     assert meta.error is not None and meta.error.kind == "forbidden"
 
 
+def test_compare_on_a_server_url_is_an_engine_error_not_a_verdict(admin_url: URL,
+                                                                  tmp_path: Path) -> None:
+    """``polysql compare --pred-db mysql://root@host/``: nothing may run as root, which is the
+    engine's configuration, so compare exits 3 with the reason -- it used to print 'mismatch:
+    prediction failed' (exit 1), counting the refusal against the prediction."""
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from polysql.cli.main import EXIT_ENGINE, main
+
+    gold_db = tmp_path / "gold.sqlite"
+    sqlite3.connect(gold_db).close()
+    server = admin_url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(main, ["compare", "--db", f"sqlite:///{gold_db}", "--gold",
+                                       "SELECT 1", "--pred-db", server, "--pred", "SELECT 1"])
+    assert result.exit_code == EXIT_ENGINE, result.output
+    assert "could not run the query" in result.output and "never runs as" in result.output
+    assert "mismatch" not in result.output
+
+
 def test_privileged_login_without_a_reader_is_refused(admin_url: URL) -> None:
     database = fx.unique()
     conn = fx.admin_connection(admin_url)
@@ -193,10 +214,12 @@ def test_privileged_login_without_a_reader_is_refused(admin_url: URL) -> None:
             cur.execute(f"CREATE DATABASE `{database}`")
         with pytest.raises(EngineError, match="never runs as 'root'"):
             connect(admin_url.set(database=database))
-        # A server URL may be opened (version, loading), but runs nothing as root.
+        # A server URL may be opened (version, loading), but runs nothing as root: the engine
+        # is unusable as given, which is no statement's fault.
         with connect(admin_url) as server:
             refused = server.execute("SELECT 1")
-        assert refused.error is not None and refused.error.kind == "forbidden"
+        assert refused.error is not None and refused.error.kind == "unavailable"
+        assert "never runs as 'root'" in refused.error.message
     finally:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{database}`")

@@ -41,6 +41,10 @@ def open_connection(path: Path | None, *, read_only: bool) -> sqlite3.Connection
         target = ":memory:"
         uri = False
     else:
+        if path.is_dir():
+            raise EngineUnavailableError(
+                f"cannot open SQLite database {str(path)!r}: it is a folder; name a database "
+                f"file (e.g. one in it ending .sqlite)")
         if read_only and not path.is_file():
             raise EngineUnavailableError(
                 f"SQLite database file {str(path)!r} does not exist (resolved from the URL path; "
@@ -53,9 +57,7 @@ def open_connection(path: Path | None, *, read_only: bool) -> sqlite3.Connection
         # runner thread use the connection; the backend's lock serialises access.
         conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
-        hint = (": it is a folder; name a database file (e.g. one in it ending .sqlite)"
-                if path is not None and path.is_dir() else f": {exc}")
-        raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}{hint}") from exc
+        raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}: {exc}") from exc
     # Builds without extension support lack the method; then loading is impossible anyway.
     disable_extensions = getattr(conn, "enable_load_extension", None)
     if disable_extensions is not None:

@@ -142,6 +142,9 @@ def test_a_folder_as_target_is_refused_before_loading(source: Path, tmp_path: Pa
     # SQLite opens its target before loading: refused there, as an engine that cannot be used
     with pytest.raises(EngineUnavailableError, match="it is a folder; name a database file"):
         polysql.load(f"sqlite:///{source}", f"sqlite:///{folder}")
+    # and read-only, as a source or an evaluation database: a folder, not a missing file
+    with pytest.raises(EngineUnavailableError, match="it is a folder"):
+        polysql.connect(f"sqlite:///{folder}")
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:",

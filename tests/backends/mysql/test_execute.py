@@ -5,6 +5,7 @@ and hostile statements that must be refused or cut off without changing the eval
 
 from __future__ import annotations
 
+import sqlite3
 import ssl
 import threading
 import time
@@ -14,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from polysql_testkit import mysql_fixtures
 from polysql_testkit.interrupts import sigint_to_main_thread
 from sqlalchemy.engine import URL, make_url
@@ -21,6 +23,7 @@ from sqlalchemy.engine import URL, make_url
 import polysql
 from polysql.backends.mysql.backend import MySQLBackend, evaluation_database_name
 from polysql.backends.mysql.connect import login_from_url, open_connection
+from polysql.cli.main import EXIT_ENGINE, main
 from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 from polysql.engines.registry import backend_class, connect
 
@@ -190,12 +193,6 @@ def test_compare_on_a_server_url_is_an_engine_error_not_a_verdict(admin_url: URL
     """``polysql compare --pred-db mysql://root@host/``: nothing may run as root, which is the
     engine's configuration, so compare exits 3 with the reason -- it used to print 'mismatch:
     prediction failed' (exit 1), counting the refusal against the prediction."""
-    import sqlite3
-
-    from click.testing import CliRunner
-
-    from polysql.cli.main import EXIT_ENGINE, main
-
     gold_db = tmp_path / "gold.sqlite"
     sqlite3.connect(gold_db).close()
     server = admin_url.render_as_string(hide_password=False)

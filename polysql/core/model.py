@@ -55,6 +55,12 @@ class Result:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def unavailable(self) -> bool:
+        """Whether the engine could not run the statement at all (gone away, unreachable, or
+        refusing the login): an outage, never an answer to judge."""
+        return self.error is not None and self.error.kind == "unavailable"
+
     @classmethod
     def failed(cls, kind: ErrorKind, message: str, *, sqlstate: str | None = None,
                elapsed: float = 0.0, engine: str | None = None) -> Result:

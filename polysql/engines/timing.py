@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.core.errors import ConfigError, EngineError
 from polysql.core.model import Result, Timing
+from polysql.engines.outage import require_available
 
 __all__ = ["DEFAULT_RUNS", "DEFAULT_WARMUP", "QUERIES", "TimedRun", "TimingError",
            "measured_order", "run_seconds", "time_pair"]
@@ -42,7 +43,8 @@ class TimedRun:
 
 
 class TimingError(EngineError):
-    """A query failed (other than by timing out) during timing runs."""
+    """A query failed (other than by timing out, or by its engine being unavailable, which is
+    :class:`~polysql.core.errors.EngineUnavailableError`) during timing runs."""
 
     def __init__(self, message: str, query: str, result: Result) -> None:
         super().__init__(message)
@@ -66,7 +68,8 @@ def time_pair(backend: Backend, input_sql: str, rewrite_sql: str, *,
     """Time ``input_sql`` against ``rewrite_sql`` on ``backend``: ``warmup`` unmeasured rounds,
     then ``runs`` measured rounds, each round running both queries in alternating order.
 
-    ``log``, when given, receives every run (warm-ups included) in execution order.
+    ``log``, when given, receives every run (warm-ups included) in execution order. A run the
+    engine could not make at all raises EngineUnavailableError (see :mod:`.outage`).
     """
     if warmup < 0 or runs < 1:
         raise ConfigError(f"timing needs warmup >= 0 and runs >= 1, got {warmup} and {runs}")
@@ -81,6 +84,7 @@ def time_pair(backend: Backend, input_sql: str, rewrite_sql: str, *,
                 started = time.perf_counter()
                 result = backend.execute(sql[query], timeout=timeout, max_rows=max_rows)
                 wall = time.perf_counter() - started
+                require_available(result, f"the {query} ({phase} timing run)")
                 timed_out = result.error is not None and result.error.kind == "timeout"
                 if result.error is not None and not timed_out:
                     raise TimingError(

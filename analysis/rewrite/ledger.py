@@ -152,7 +152,8 @@ def write_ledger(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
                  unscored: Mapping[str, str] | None = None) -> list[Path]:
     """``ledger.csv`` (one row per case x method: every field, timing medians and speedup, meta
     as JSON) and ``ledger.json`` (the same rows with every timed run, and ``unscored``: methods
-    left out because their model endpoint gave no answer, with why)."""
+    left out because of an outage -- their model endpoint gave no answer, or their engine went
+    away -- with why)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, json_path = out / "ledger.csv", out / "ledger.json"
@@ -190,9 +191,9 @@ def load_ledger(path: str | Path) -> list[CaseOutcome]:
     if unscored:
         listing = "; ".join(f"{name}: {why}" for name, why in unscored.items())
         raise ResultsStoreError(f"{file} is the ledger of an incomplete rewrite run: no outcome "
-                                f"of {', '.join(unscored)} was scored because its model endpoint "
-                                f"gave no answer ({listing}); run `polysql rewrite run` again "
-                                "once the endpoint answers")
+                                f"of {', '.join(unscored)} was scored because of an outage "
+                                f"({listing}); run `polysql rewrite run` again once the model "
+                                "endpoint or engine answers")
     outcomes = []
     for number, row in enumerate(document.get("rows", []), start=1):
         try:
@@ -480,7 +481,7 @@ def write_report(outcomes: Sequence[CaseOutcome], out_dir: str | Path, *,
                  sensitivity: bool = False,
                  unscored: Mapping[str, str] | None = None) -> list[Path]:
     """Ledger, figure, tables and the markdown report, all into ``out_dir``; ``unscored``
-    names methods with no outcome because their model endpoint gave no answer (and why)."""
+    names methods with no outcome because of an outage (and why)."""
     paths = write_ledger(outcomes, out_dir, unscored=unscored)
     figures = outcome_figure(outcomes, out_dir)
     return [*paths, *figures,
@@ -528,8 +529,9 @@ def render_markdown(table: Sequence[Row], counts: Mapping[str, Mapping[str, int]
              "case 0, CGOQ@Valid averages over consistent rewrites only.", ""]
     if unscored:
         lines += ["## Not scored (incomplete run)", "",
-                  "These methods have no row below: their model endpoint gave no answer, and an "
-                  "outage is not counted as the method's failures. Run again once it answers.", ""]
+                  "These methods have no row below: an outage (their model endpoint gave no "
+                  "answer, or their engine went away) is not counted as the method's failures. "
+                  "Run again once it answers.", ""]
         lines += [f"- `{name}`: {why}" for name, why in unscored.items()] + [""]
     sections = (("all", "All cases", "method"), ("pool", "Per pool", "pool"),
                 ("scs_quartile", "By SCS quartile of the input", "quartile"))

@@ -15,7 +15,7 @@ from rich.table import Table
 from polysql.backends import catalog
 from polysql.cli.console import console, stdout
 from polysql.cli.main import EXIT_DATA, EXIT_ENGINE, EXIT_INCOMPLETE
-from polysql.core.errors import ConfigError, LLMUnavailableError
+from polysql.core.errors import ConfigError, EngineUnavailableError, LLMUnavailableError
 from polysql.rewrite.cases import BUNDLED_ROOT, load_case, load_pool
 from polysql.rewrite.databases import open_database, parse_engine_overrides
 from polysql.rewrite.harness import (
@@ -170,7 +170,7 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
         console.print(f"[red]error:[/] {escape(problem)}", highlight=False)
         sys.exit(EXIT_ENGINE)
     outcomes = []
-    unscored: dict[str, str] = {}  # method -> why its model endpoint gave no answer
+    unscored: dict[str, str] = {}  # method -> the outage that left it unscored
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)
     with progress:
@@ -180,9 +180,11 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
                 outcomes += run_pool(cases, method, method_name=name, engines=engines, caps=caps,
                                      runs=runs, warmup=warmup,
                                      progress=lambda done, total, _o, task=task: progress.update(task, completed=done))
-            except LLMUnavailableError as exc:
-                # An outage is not the method's answer: none of its cases is scored.
-                unscored[name] = str(exc)
+            except (LLMUnavailableError, EngineUnavailableError) as exc:
+                # An outage (a model endpoint that gave no answer, an engine that went away) is
+                # not the method's answer: none of its cases is scored; the next method runs.
+                unscored[name] = (f"its model endpoint gave no answer ({exc})"
+                                  if isinstance(exc, LLMUnavailableError) else str(exc))
                 progress.update(task, description=f"rewrite {name} [red]not scored[/]")
     if not outcomes:
         _report_unscored(unscored, written=False)
@@ -219,6 +221,6 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
 def _report_unscored(unscored: dict[str, str], *, written: bool) -> None:
     where = "here or in the written report" if written else "and no report was written"
     for name, why in unscored.items():
-        console.print(f"[red]method {escape(name)} was not scored:[/] its model endpoint gave no "
-                      f"answer ({escape(why)}); none of its cases is counted, {where}. Start or "
-                      "fix the endpoint and run again.", highlight=False)
+        console.print(f"[red]method {escape(name)} was not scored:[/] {escape(why)}; none of its "
+                      f"cases is counted, {where}. Start or fix what failed and run again.",
+                      highlight=False)

@@ -27,7 +27,10 @@ method's failure: :func:`run_method` and :func:`run_pool` raise :class:`DatasetE
 
 A case whose engine cannot be used here at all (its client library is not installed, its server
 does not answer) is neither: :func:`usable_cases` sets it aside as a :class:`SkippedCase` with the
-reason, so the other pools can still be evaluated and the skip is reported, never hidden.
+reason, so the other pools can still be evaluated and the skip is reported, never hidden. An
+engine that goes away during a run (any statement answers ``unavailable``) is not a method's
+failure either: :class:`EngineUnavailableError` is raised and nothing is scored for that case
+(see :mod:`polysql.engines.outage`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from polysql.core.errors import (
 from polysql.core.model import Result
 from polysql.datasets.rewrite.cases import Contract, RewriteCase, split_statements
 from polysql.engines.copies import engine_name
+from polysql.engines.outage import require_available
 from polysql.engines.timing import (
     DEFAULT_RUNS,
     DEFAULT_WARMUP,
@@ -172,8 +176,11 @@ def check_contract(case: RewriteCase, input_result: Result | GoldRuns,
 def run_input(case: RewriteCase, backend: Backend, *,
               max_rows: int = DEFAULT_MAX_ROWS) -> GoldRuns:
     """Run the input (and the re-runs that let ties be judged); DatasetError when it fails."""
-    runs = run_gold(_runnable(case.input_sql, case.dialect), case.dialect,
-                    lambda sql: backend.execute(sql, timeout=case.timeout, max_rows=max_rows))
+    def execute(sql: str) -> Result:
+        return require_available(backend.execute(sql, timeout=case.timeout, max_rows=max_rows),
+                                 f"case {case.id}'s input")
+
+    runs = run_gold(_runnable(case.input_sql, case.dialect), case.dialect, execute)
     if not runs.result.ok:
         assert runs.result.error is not None
         raise DatasetError(
@@ -271,7 +278,9 @@ def run_method(case: RewriteCase, backend: Backend, answer: MethodAnswer, *, met
 
     if input_runs is None:  # before the rewrite runs: a broken case must not pass for its fault
         input_runs = run_input(case, backend, max_rows=max_rows)
-    rewrite_result = backend.execute(rewrite_sql, timeout=case.timeout, max_rows=max_rows)
+    rewrite_result = require_available(
+        backend.execute(rewrite_sql, timeout=case.timeout, max_rows=max_rows),
+        f"the rewrite of case {case.id}")
     if not rewrite_result.ok:
         assert rewrite_result.error is not None
         meta["error"] = rewrite_result.error.to_dict()
@@ -476,8 +485,9 @@ def run_pool(cases: Sequence[RewriteCase], method: Method, *, method_name: str =
     schema text (:func:`~polysql.rewrite.databases.method_schema`). ``caps`` default to
     caps fitted on all the cases' inputs. ``engines`` overrides engine names with URLs. A case
     whose database cannot be built, or whose input fails, stops the run with an error naming it;
-    a model endpoint that gives no answer raises :class:`LLMUnavailableError`, and none of the
-    method's cases is scored (an outage must not count as the method's failures).
+    a model endpoint that gives no answer raises :class:`LLMUnavailableError`, and an engine
+    that goes away mid-run :class:`EngineUnavailableError`: none of the method's cases is
+    scored (an outage must not count as the method's failures).
     """
     cases = list(cases)
     if not cases:

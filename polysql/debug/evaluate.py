@@ -20,6 +20,7 @@ from polysql.backends import catalog
 from polysql.core.errors import (
     ConfigError,
     DatasetError,
+    EngineUnavailableError,
     LLMError,
     LLMUnavailableError,
     PredictionFileError,
@@ -240,12 +241,16 @@ def make_predictor(spec: str, *, model_config: str | Path | None = None,
 
 def score_task(task: DebugTask, prediction: str | None, backend: Backend | None,
                schema: SchemaMapping | None) -> TaskScore:
+    try:
+        executed = (None if backend is None
+                    else execution_match(prediction, task.references, backend))
+    except EngineUnavailableError as exc:  # an outage: nothing is scored, the run stops
+        raise EngineUnavailableError(f"debug task {task.id}: {exc}") from exc
     scores: dict[str, bool | None] = {
         "exact_match": exact_match(prediction, task.references, task.dialect),
         "graph_match": graph_match(prediction, task.references, task.dialect, schema),
         "modify_better": modify_better(prediction, task.buggy_sql, task.references, task.dialect),
-        "execution_match": (None if backend is None
-                            else execution_match(prediction, task.references, backend)),
+        "execution_match": executed,
     }
     return TaskScore(task=task, prediction=prediction, scores=scores)
 

@@ -18,6 +18,7 @@ from sqlglot.optimizer import optimize
 from sqlglot.tokens import Token, TokenType
 
 from polysql.core.sqlglot_quiet import quietly
+from polysql.engines.outage import require_available
 from polysql.normalizers.compare import compare
 
 if TYPE_CHECKING:
@@ -143,15 +144,17 @@ def modify_better(prediction: str | None, buggy_sql: str, references: Sequence[s
 
 def execution_match(prediction: str | None, references: Sequence[str], backend: Backend) -> bool:
     """Run the prediction and each reference on ``backend``; a match when the prediction's result
-    equals any reference's under polysql's comparison (order inferred from the reference)."""
+    equals any reference's under polysql's comparison (order inferred from the reference). An
+    engine that could not run a statement at all raises EngineUnavailableError: an outage is
+    nobody's wrong answer (see :mod:`polysql.engines.outage`)."""
 
     if prediction is None:
         return False
-    predicted = backend.execute(prediction)
+    predicted = require_available(backend.execute(prediction), "the prediction")
     if not predicted.ok:
         return False
-    for reference in references:
-        gold = backend.execute(reference)
+    for number, reference in enumerate(references, 1):
+        gold = require_available(backend.execute(reference), f"reference {number}")
         if gold.ok and compare(gold, predicted, gold_sql=reference).match:
             return True
     return False

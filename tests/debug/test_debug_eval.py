@@ -9,12 +9,13 @@ import yaml
 from click.testing import CliRunner
 
 from polysql.cli.debug import debug_group
-from polysql.core.errors import ConfigError, DatasetError
+from polysql.core.errors import ConfigError, DatasetError, EngineUnavailableError
 from polysql.debug.evaluate import (
     DemoBackends,
     evaluate,
     load_tasks,
     make_predictor,
+    score_task,
     summarize,
     validate_on_database,
 )
@@ -193,3 +194,16 @@ def test_file_predictor_reads_jsonl(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps({"id": t.id, "sql": t.references[-1]}) for t in tasks))
     results = evaluate(tasks, make_predictor(f"file:{path}"))
     assert all(result.scores["graph_match"] for result in results)
+
+
+def test_an_engine_that_went_away_scores_nothing_and_names_the_task() -> None:
+    """A real outage: the task's database backend closed under the evaluation answers every
+    statement "unavailable". That is nobody's wrong answer: no score, an error naming the task."""
+    task = load_tasks()[0]
+    with DemoBackends() as backends:
+        backend = backends(task.dataset, task.db_id, task.dialect)
+        assert score_task(task, task.references[0], backend, None).scores["execution_match"]
+        backend.close()
+        with pytest.raises(EngineUnavailableError) as raised:
+            score_task(task, task.references[0], backend, None)
+    assert str(raised.value).startswith(f"debug task {task.id}: the prediction could not run")

@@ -3,7 +3,9 @@
 An action (optimized SQL, suggested issue types, a short summary) is graded on four components:
 speedup, correctness, issue detection and summary, combined with weights renormalized over the
 components a :class:`GradeMask` leaves on. Grading always re-executes both queries on the engine;
-nothing the caller reports about its own runs is trusted.
+nothing the caller reports about its own runs is trusted. An engine that cannot run a statement at
+all raises :class:`~polysql.core.errors.EngineUnavailableError` instead of grading: an outage is
+never a policy's reward of 0.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from polysql.core.model import Result
 from polysql.datasets.registry import get_dataset
 from polysql.datasets.reward.tasks import ISSUE_TYPES, RewardTask
 from polysql.engines.copies import EvaluationCopies
+from polysql.engines.outage import require_available
 from polysql.engines.registry import default_grading_engine
 from polysql.engines.timing import TimingError, time_pair
 from polysql.normalizers.compare import compare
@@ -248,10 +251,14 @@ class RewardEnv:
         backend = self.backend(task)
         if not sql:
             return Grade(task.id, scores, 0.0, "empty", False, None, detail="no SQL submitted")
-        original = backend.execute(task.original_sql, timeout=self.timeout)
+        # An engine that cannot run a statement at all is an outage, never a reward of 0 for the
+        # policy: EngineUnavailableError, and the caller grades again once the engine is back.
+        original = require_available(backend.execute(task.original_sql, timeout=self.timeout),
+                                     f"task {task.id}: the original query")
         if not original.ok:
             raise PolysqlError(f"task {task.id}: the original query failed: {original.error}")
-        candidate = backend.execute(sql, timeout=self.timeout)
+        candidate = require_available(backend.execute(sql, timeout=self.timeout),
+                                      f"task {task.id}: the submitted query")
         if not candidate.ok:
             kind = "timeout" if candidate.error.kind == "timeout" else "error"
             return Grade(task.id, scores, 0.0, kind, False, None,
@@ -294,7 +301,8 @@ class RewardEnv:
         template = backend.info.checksum_sql  # None: the engine has no checksum query
         method = "checksum" if template else "count"
         template = template or "SELECT count(*) FROM ({sql}) AS t"
-        sums = [backend.execute(template.format(sql=q), timeout=self.timeout)
+        sums = [require_available(backend.execute(template.format(sql=q), timeout=self.timeout),
+                                  f"the {method} query")
                 for q in (original_sql, candidate_sql)]
         if not all(r.ok for r in sums):
             return False, method, False, "the checksum query failed"

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from polysql.cli.reward import reward_group
-from polysql.core.errors import ConfigError
+from polysql.core.errors import ConfigError, EngineUnavailableError
 from polysql.datasets.reward.tasks import ISSUE_TYPES, bundled_tasks_path, load_tasks, parse_tasks
 from polysql.reward.env import (
     NEUTRAL_SPEEDUP,
@@ -127,6 +127,18 @@ def test_large_results_use_an_engine_checksum(env: RewardEnv) -> None:
                                    "FROM order_items"), task.id)
     assert not wrong.results_match and wrong.correctness_method == "checksum"
     assert wrong.scores["correctness"] == pytest.approx(0.25)  # same row count
+
+
+def test_an_engine_that_went_away_is_an_outage_not_a_reward_of_zero() -> None:
+    """A real outage: the task's DuckDB database closed under the environment answers every
+    statement "unavailable". Grading raises instead of giving the policy an error's 0."""
+    task = BY_ID["retail-sorted-count"]
+    with RewardEnv(TASKS, "duckdb", runs=1, warmup=0, timeout=2.0) as environment:
+        assert environment.grade(Action(sql=task.reference_sql), task.id).results_match
+        environment.backend(task).close()
+        with pytest.raises(EngineUnavailableError) as raised:
+            environment.grade(Action(sql=task.reference_sql), task.id)
+    assert str(raised.value).startswith(f"task {task.id}: the original query could not run")
 
 
 # -- scoring functions ---------------------------------------------------------------------------

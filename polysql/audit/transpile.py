@@ -30,6 +30,7 @@ from polysql.core.model import Result
 from polysql.core.store import RESULTS_FILE, ResultsStore, read_run_info, run_plan, sweep_folder
 from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset, spec_in
+from polysql.engines.outage import require_available
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import resolve_policy
 from polysql.normalizers.gold import GoldRuns, judge_within_row_cap, run_gold
@@ -156,8 +157,10 @@ class SourceDatabases:
         cap = self.max_rows if max_rows is None else max_rows
         key = (db_id, sql, cap)
         if key not in self._results:
-            self._results[key] = self.backend(db_id).execute(sql, timeout=self.timeout,
-                                                             max_rows=cap)
+            # the source database gone (moved, unreadable) is not a translation's exec_error
+            self._results[key] = require_available(
+                self.backend(db_id).execute(sql, timeout=self.timeout, max_rows=cap),
+                f"a statement on {db_id}'s source database")
         return self._results[key]
 
     def gold(self, db_id: str, sql: str, dialect: str) -> GoldRuns:

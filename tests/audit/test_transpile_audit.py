@@ -18,12 +18,15 @@ from polysql.audit.tally import ALL, by_engine, by_tag
 from polysql.audit.transpile import (
     ACCEPTS_REJECTED,
     REJECTS_ACCEPTED,
+    SourceDatabases,
     TranspileJudgement,
     audit_transpile,
     transpile_back,
 )
 from polysql.cli.main import EXIT_CONFIG, EXIT_STORE
+from polysql.core.errors import EngineUnavailableError
 from polysql.core.store import ResultsStore
+from polysql.datasets.registry import get_dataset
 
 ENGINES = ("duckdb", "postgres", "mysql")
 
@@ -242,3 +245,15 @@ def test_results_cut_at_the_row_cap_are_judged_as_the_sweep_judged_them(
     (row,) = read_csv(out / "transpile_audit.csv")
     assert (row["engine"], row["dual_status"], row["transpile_verdict"]) == ("duckdb", "match",
                                                                              "match"), row
+
+
+def test_a_source_database_that_cannot_run_anything_is_an_outage(tmp_path: Path) -> None:
+    """A real outage: the source database's backend, closed, answers "unavailable". That is no
+    translation's exec_error: the audit stops with EngineUnavailableError naming the database."""
+    sources = SourceDatabases(get_dataset(f"bird:{make_bird(tmp_path / 'bird')}"),
+                              timeout=5.0, max_rows=100)
+    assert sources.run("shop", "SELECT count(*) FROM item").rows == [(2,)]
+    sources.backend("shop").close()
+    with pytest.raises(EngineUnavailableError, match="on shop's source database could not run"):
+        sources.run("shop", "SELECT name FROM item")
+    sources.close()

@@ -148,8 +148,8 @@ class SparkBackend(Backend):
                 if failed is not None:
                     return failed
             result = self._screen_and_run(sql, timeout, max_rows, started, flight)
-            if (result.error is not None and result.error.kind == "unavailable"
-                    and self._driver_restarted() and not flight.cancelled.is_set()):
+            if (result.unavailable and self._driver_restarted()
+                    and not flight.cancelled.is_set()):
                 # The runner restarted the driver to end a cancelled statement's tasks (see
                 # execute_settle.py): the statement never ran, so it runs on the new driver.
                 failed = self._reopen()

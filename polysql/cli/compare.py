@@ -75,7 +75,8 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
 def _usable(result: Result, url: str) -> None:
     """An engine that could not run the statement at all (gone away, or refusing the login):
     the engine's problem, exit 3 like any unusable engine -- never a verdict on the SQL."""
-    if result.error is not None and result.error.kind == "unavailable":
+    if result.unavailable:
+        assert result.error is not None
         shown = parse_url(url).render_as_string(hide_password=True)
         raise EngineUnavailableError(f"{shown} could not run the query: "
                                      f"{result.error.message}")

@@ -191,7 +191,7 @@ class ExecutionCache:
             return None
 
     def put(self, key: str, result: Result) -> None:
-        if result.error is not None and result.error.kind == "unavailable":
+        if result.unavailable:
             return
         with self._memory_lock:
             if self._closed:  # a statement finishing after the sweep ended: only a lost entry

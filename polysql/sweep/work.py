@@ -389,14 +389,15 @@ class SweepWork:
             fingerprint = self.fleet.fingerprint(spec, question.db_id)
             pred_sql = prediction.sql
             result = self.executor.execute(backend, spec, fingerprint, pred_sql)
-            if result.error is not None and result.error.kind == "unavailable":
+            if result.unavailable:
                 try:
                     with self.timings.stage("load"):
                         backend = self.fleet.reconnect(spec, question.db_id, source, slot)
                     result = self.executor.execute(backend, spec, fingerprint, prediction.sql)
                 except EngineError as exc:
                     result = Result.failed("unavailable", str(exc))
-                if result.error is not None and result.error.kind == "unavailable":
+                if result.unavailable:
+                    assert result.error is not None
                     self._abandon(spec, result.error.message)
                     return False
             gold_run = self._gold_rerun.get(question.id)

@@ -183,7 +183,8 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
             except (LLMUnavailableError, EngineUnavailableError) as exc:
                 # An outage (a model endpoint that gave no answer, an engine that went away) is
                 # not the method's answer: none of its cases is scored; the next method runs.
-                unscored[name] = (f"its model endpoint gave no answer ({exc})"
+                unscored[name] = (f"its model endpoint gave no answer ({exc}); start or fix "
+                                  "the endpoint and run again"
                                   if isinstance(exc, LLMUnavailableError) else str(exc))
                 progress.update(task, description=f"rewrite {name} [red]not scored[/]")
     if not outcomes:
@@ -221,6 +222,6 @@ def rewrite_run(cases_dir: Path | None, pools: tuple[str, ...], case_ids: tuple[
 def _report_unscored(unscored: dict[str, str], *, written: bool) -> None:
     where = "here or in the written report" if written else "and no report was written"
     for name, why in unscored.items():
-        console.print(f"[red]method {escape(name)} was not scored:[/] {escape(why)}; none of its "
-                      f"cases is counted, {where}. Start or fix what failed and run again.",
-                      highlight=False)
+        # ``why`` says what failed and how to fix it (the engine's or the endpoint's)
+        console.print(f"[red]method {escape(name)} was not scored[/] (none of its cases is "
+                      f"counted, {where}): {escape(why)}", highlight=False)

@@ -14,7 +14,8 @@ Exit codes (stable, for scripts):
   130 interrupted (Ctrl-C); a sweep or an audit resumes when the same command is re-run
 
 Each command lives in a module of its own (``polysql.cli.<module>``), listed once in
-:data:`COMMANDS`; a command's module is imported only when that command runs or help lists it.
+:data:`COMMANDS`; a command's module is imported only when that command runs (``polysql --help``
+lists them from :data:`SUMMARIES`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,31 @@ COMMANDS: dict[str, str] = {
     "datasets": "polysql.cli.listing:datasets_cmd",
 }
 
+#: The first paragraph of each command's help, as ``polysql --help`` lists it: kept here so that
+#: listing the commands imports none of their modules (a third of a second with every engine
+#: client installed). tests/cli/test_main.py keeps each equal to its command's own help.
+SUMMARIES: dict[str, str] = {
+    "audit": "Audit native golds, or how transpile-based judging compares with dual execution.",
+    "compare": "Run two queries and say whether their results match (exit 0) or not (exit 1); "
+               "exit 7 when the gold query itself fails, since then nothing can be judged.",
+    "datasets": "List the datasets polysql knows and the forms a dataset can be given in.",
+    "debug": "SQL-debugging evaluation: buggy script + error or issue report -> fixed SQL.",
+    "engines": "List the engine URL schemes polysql can use here, and whether each is ready "
+               "(its client library is installed).",
+    "leaderboard": "Submission bundles and the static leaderboard site.",
+    "load": "Copy the database at SOURCE_URL into TARGET_URL (idempotent).",
+    "reader": "Create or drop a SELECT-only login for existing databases.",
+    "report": "Statistics, tiers, agreement, rankings and error taxonomy over one or more sweep "
+              "runs.",
+    "reward": "Execution-grounded reward over query-optimization tasks.",
+    "rewrite": "Evaluate SQL rewriters: correctness-gated, full-denominator, on each case's own "
+               "engine.",
+    "schema": "Print the schema held at URL as CREATE TABLE statements in that engine's dialect.",
+    "sweep": "Run every question with every predictor on every engine; write results and a "
+             "report.",
+    "up": "Start throwaway database servers in containers (needs Docker) until Ctrl-C.",
+}
+
 
 # Commands whose work is kept record by record, so that running them again picks up where Ctrl-C
 # stopped them. Any other command starts over when run again (or, like `up` and `leaderboard
@@ -115,6 +141,17 @@ class PolysqlGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"COMMANDS[{cmd_name!r}] = {target!r} is not a click command")
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``polysql --help``, from :data:`SUMMARIES`: the same lines
+        click writes from the commands themselves, without importing them."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        # a bare Command shortens a help text exactly as the real command would its own
+        rows = [(name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit))
+                for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -18,6 +18,7 @@ from polysql.cli.main import (
     COMMANDS,
     EXIT_CONFIG,
     RESUMING_COMMANDS,
+    SUMMARIES,
     interrupted_message,
     main,
 )
@@ -75,6 +76,42 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
     loaded, heavy = done.stdout.strip().splitlines()[-2:]
     assert loaded.split() == ["polysql.cli.console", "polysql.cli.listing", "polysql.cli.main"]
     assert heavy == "False False"
+
+
+def test_each_summary_is_its_commands_own_help() -> None:
+    """``polysql --help`` lists the commands from SUMMARIES: each must say what the command's
+    own help says first (click lists a command by its help's first paragraph)."""
+    assert set(SUMMARIES) == set(COMMANDS)
+    for name in COMMANDS:
+        command = _command(name)
+        assert command.short_help is None and not command.hidden, name
+        first_paragraph = (command.help or "").split("\n\n")[0]
+        assert SUMMARIES[name] == " ".join(first_paragraph.split()), name
+
+
+@pytest.mark.parametrize("width", [60, 100, 200])
+def test_help_lists_the_commands_as_click_would_from_the_commands(width: int) -> None:
+    def listing(write: object) -> str:
+        ctx = click.Context(main, info_name="polysql", terminal_width=width)
+        formatter = ctx.make_formatter()
+        write(ctx, formatter)  # type: ignore[operator]
+        return formatter.getvalue()
+
+    ours = listing(main.format_commands)
+    clicks = listing(lambda ctx, formatter: click.Group.format_commands(main, ctx, formatter))
+    assert ours == clicks and "sweep" in ours
+
+
+def test_help_imports_no_command_module(tmp_path: Path) -> None:
+    code = ("import sys\nfrom polysql.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('polysql.cli.'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Run every question with every predictor" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].split() == ["polysql.cli.console",
+                                                             "polysql.cli.main"]
 
 
 def test_exit_codes_and_main_are_importable_from_the_package() -> None:

@@ -5,10 +5,10 @@ The outages here are real: a SQLite backend that was closed answers every statem
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
+from polysql_testkit.sqlite_files import built_sqlite
 
 import polysql
 from polysql.backends.base import Backend
@@ -19,10 +19,8 @@ from polysql.engines.timing import TimingError, time_pair
 
 @pytest.fixture
 def database(tmp_path: Path) -> str:
-    path = tmp_path / "db.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.executescript("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);")
-    conn.close()
+    path = built_sqlite(tmp_path / "db.sqlite", lambda conn: conn.executescript(
+        "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2);"))
     return f"sqlite:///{path}"
 
 

@@ -46,7 +46,7 @@ class ComparisonError(PolysqlError):
 
 
 class ResultsStoreError(PolysqlError):
-    """A results file is unreadable or belongs to a different sweep."""
+    """A results file is unreadable, cannot be written, or belongs to a different sweep."""
 
 
 class LLMError(PolysqlError):

@@ -11,6 +11,7 @@ engine) work every invocation asked for. Records present vs. work planned is wha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -155,17 +156,30 @@ def _atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
 
 class _Appender:
     def __init__(self, path: Path) -> None:
+        self._path = path
         try:
             self._fh = path.open("a", encoding="utf-8", errors=TEXT_ERRORS)
         except OSError as exc:
             raise ResultsStoreError(f"cannot write results file {path}: {exc}") from exc
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(dump_record(record))
-        self._fh.flush()
+        """Append one record and hand it to the operating system. A record that cannot be
+        written (disk full, quota, file size limit, I/O error) stops the run: the records
+        before it stay, a line cut short is dropped and redone by the next run."""
+        try:
+            self._fh.write(dump_record(record))
+            self._fh.flush()
+        except OSError as exc:
+            raise ResultsStoreError(
+                f"cannot write to results file {self._path}: {exc.strerror or exc}; the records "
+                f"written before stay, and running the same command again resumes once the "
+                f"file can grow (free some space)") from exc
 
     def close(self) -> None:
-        self._fh.close()
+        # Every write is flushed, so only a write that failed leaves bytes to flush here:
+        # its error already says why, and must not be replaced by the same one again.
+        with contextlib.suppress(OSError):
+            self._fh.close()
 
     def __enter__(self) -> _Appender:
         return self

@@ -6,7 +6,8 @@ Exit codes (stable, for scripts):
   2  usage or configuration error (bad option, unknown engine or predictor)
   3  an engine could not be used (not installed, unreachable, load failed)
   4  a dataset, predictions file or leaderboard bundle is missing, malformed or invalid
-  5  the results folder belongs to another sweep or is unreadable
+  5  the results folder belongs to another sweep, is unreadable, or cannot be written (a full
+     disk, a quota, a read-only folder)
   6  the sweep finished with work pending (an engine abandoned, a model unreachable, records set
      aside because their inputs changed); its summary says INCOMPLETE
   7  ``compare`` only: the gold query itself failed, so the prediction cannot be judged
@@ -20,6 +21,7 @@ lists them from :data:`SUMMARIES`).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 from typing import Any
@@ -125,6 +127,17 @@ def traceback_enabled(ctx: click.Context | None = None) -> bool:
     return bool(root is not None and root.obj and root.obj.get("traceback"))
 
 
+# Errors of a file that cannot be written for reasons of the machine, not of polysql: no space,
+# a quota, a file size limit, a read-only file system, no permission.
+_CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES})
+
+
+def _cannot_write(exc: OSError) -> str:
+    where = f"{exc.filename}" if exc.filename else "a file"
+    return (f"cannot write {where}: {exc.strerror or exc}; make room (or write to a folder that "
+            "can be written) and run the command again")
+
+
 class PolysqlGroup(click.Group):
     """Finds each command through :data:`COMMANDS`, and turns polysql errors into one clear line
     and a stable exit code (the traceback with --traceback)."""
@@ -169,6 +182,11 @@ class PolysqlGroup(click.Group):
         except Exception as exc:
             if traceback_enabled(ctx):
                 raise
+            if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
+                # the machine's limits, not a bug: a full disk, a quota, a read-only folder
+                console.print(f"[bold red]error:[/] {escape(_cannot_write(exc))}",
+                              highlight=False)
+                ctx.exit(EXIT_STORE)
             console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                           "(re-run with --traceback for the traceback, and please report it)")
             ctx.exit(EXIT_INTERNAL)

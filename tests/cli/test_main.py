@@ -3,6 +3,7 @@ defaults that come from the engines' ``EngineInfo`` rather than from the CLI."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import fields
@@ -17,6 +18,7 @@ from polysql.backends import catalog
 from polysql.cli.main import (
     COMMANDS,
     EXIT_CONFIG,
+    EXIT_STORE,
     RESUMING_COMMANDS,
     SUMMARIES,
     interrupted_message,
@@ -112,6 +114,27 @@ def test_help_imports_no_command_module(tmp_path: Path) -> None:
     assert "Run every question with every predictor" in done.stdout
     assert done.stdout.strip().splitlines()[-1].split() == ["polysql.cli.console",
                                                              "polysql.cli.main"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the file size limit is set in the child "
+                                                    "process before it runs (POSIX rlimits)")
+def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_path: Path) -> None:
+    """Files may not grow past 2 KiB in the child (RLIMIT_FSIZE: a write past it fails with
+    EFBIG, as one on a full disk fails with ENOSPC): the debug report's first file cannot be
+    written, which is the machine's limit, so exit 5 with what to do -- not exit 70."""
+    import resource
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "polysql.cli", "debug", "eval", "--predictor", "reference",
+         "--no-execution", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, preexec_fn=small_files, timeout=300)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == EXIT_STORE, output
+    assert "error: cannot write a file: File too large; make room" in output
+    assert "internal error" not in output
 
 
 def test_exit_codes_and_main_are_importable_from_the_package() -> None:

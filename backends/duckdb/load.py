@@ -8,6 +8,7 @@ keys. Secondary indexes follow; a UNIQUE one the rows violate becomes a plain in
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import uuid
 from collections.abc import Iterator
@@ -223,6 +224,13 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *, replace: bo
     return counts, source_coercions(source) + notes
 
 
+def _unwritable(path: Path, exc: duckdb.Error) -> LoadError:
+    """The load failing on the database file rather than on a table (no space left, say)."""
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return LoadError(f"cannot write the DuckDB copy {str(path)!r}: {said}; the previous copy, "
+                     f"if any, is kept")
+
+
 def _lanes(target: DuckDBBackend, source: Backend) -> int:
     """Tables filled at once: one per core the source can be read on, within the target's own
     ``threads`` setting (a user who limits DuckDB to one thread means one core)."""
@@ -269,7 +277,10 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
         target._release()  # nothing may hold the old file while it is replaced
         _refuse_if_open_here(path, target._config)
         with atomic_build(path, _COMPANIONS) as temporary:
-            conn = duckdb.connect(str(temporary), config=dict(target._config))
+            try:
+                conn = duckdb.connect(str(temporary), config=dict(target._config))
+            except duckdb.Error as exc:
+                raise _unwritable(path, exc) from exc
             try:
                 counts, coercions = copy_tables(conn, source, replace=False, names=mode,
                                                 lanes=_lanes(target, source))
@@ -278,8 +289,12 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
                 if interrupted_by_user(exc):  # Ctrl-C during a statement: stop, as anywhere
                     raise KeyboardInterrupt from exc
                 raise
+            except duckdb.Error as exc:  # the file itself failed (a full disk at the checkpoint)
+                raise _unwritable(path, exc) from exc
             finally:
-                conn.close()
+                # after a failed write DuckDB fails its close too: the first error is the one
+                with contextlib.suppress(duckdb.Error):
+                    conn.close()
         return LoadReport(origin, source_name(target), fingerprint, tables=counts,
                           coercions=coercions)
 

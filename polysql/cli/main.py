@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import importlib
 import logging
+import sqlite3
 from typing import Any
 
 import click
@@ -130,12 +131,25 @@ def traceback_enabled(ctx: click.Context | None = None) -> bool:
 # Errors of a file that cannot be written for reasons of the machine, not of polysql: no space,
 # a quota, a file size limit, a read-only file system, no permission.
 _CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES})
+# SQLite's primary codes for the same: "database or disk is full", and "disk I/O error" (what a
+# write past a quota or file size limit becomes).
+_SQLITE_CANNOT_WRITE = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR})
 
 
-def _cannot_write(exc: OSError) -> str:
-    where = f"{exc.filename}" if exc.filename else "a file"
-    return (f"cannot write {where}: {exc.strerror or exc}; make room (or write to a folder that "
-            "can be written) and run the command again")
+def _machine_limit(exc: BaseException) -> str | None:
+    """What a file the machine would not let be written says to the user, or None when ``exc``
+    is something else: an OSError of :data:`_CANNOT_WRITE`, or SQLite's of
+    :data:`_SQLITE_CANNOT_WRITE`."""
+    if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
+        where = f"{exc.filename}" if exc.filename else "a file"
+        said = exc.strerror or str(exc)
+    elif isinstance(exc, sqlite3.Error) and \
+            getattr(exc, "sqlite_errorcode", 0) & 0xFF in _SQLITE_CANNOT_WRITE:
+        where, said = "a SQLite database", str(exc)
+    else:
+        return None
+    return (f"cannot write {where}: {said}; make room (or write to a folder that can be "
+            "written) and run the command again")
 
 
 class PolysqlGroup(click.Group):
@@ -182,10 +196,9 @@ class PolysqlGroup(click.Group):
         except Exception as exc:
             if traceback_enabled(ctx):
                 raise
-            if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
-                # the machine's limits, not a bug: a full disk, a quota, a read-only folder
-                console.print(f"[bold red]error:[/] {escape(_cannot_write(exc))}",
-                              highlight=False)
+            limit = _machine_limit(exc)
+            if limit is not None:  # not a bug: a full disk, a quota, a read-only folder
+                console.print(f"[bold red]error:[/] {escape(limit)}", highlight=False)
                 ctx.exit(EXIT_STORE)
             console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                           "(re-run with --traceback for the traceback, and please report it)")

@@ -136,6 +136,21 @@ def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_pat
     assert "error: cannot write a file: File too large; make room" in output
     assert "internal error" not in output
 
+    # SQLite reports the same limit as "disk I/O error": building the demo database is stopped
+    # by it, and leaves nothing half-written behind
+    def files_of_64k() -> None:  # room for the run's own small files, not for the database
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    cache = tmp_path / "cache"
+    done = subprocess.run(
+        [sys.executable, "-m", "polysql.cli", "sweep", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, preexec_fn=files_of_64k, timeout=300,
+        env={**os.environ, "POLYSQL_CACHE": str(cache)})
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == EXIT_STORE, output
+    assert "error: cannot write a SQLite database: disk I/O error; make room" in output
+    assert not [p for p in cache.rglob("*") if p.is_file() and "demo" in p.parts], output
+
 
 def test_exit_codes_and_main_are_importable_from_the_package() -> None:
     assert cli_package.main is main and cli_package.EXIT_CONFIG == EXIT_CONFIG == 2

@@ -9,6 +9,7 @@ source's). A later load whose source fingerprint matches the sidecar is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -117,7 +118,10 @@ def atomic_build(target: Path, companions: tuple[str, ...]) -> Iterator[Path]:
         raise LoadError(f"cannot write the load target {str(target)!r}: {exc}") from exc
     finally:
         for path in (temporary, *(temporary.with_name(temporary.name + s) for s in companions)):
-            path.unlink(missing_ok=True)
+            # never hiding the error that ended the build: on a read-only file system even
+            # removing a file that is not there fails
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
 
 
 def timed(build: Callable[[], LoadReport]) -> LoadReport:

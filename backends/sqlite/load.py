@@ -55,14 +55,19 @@ def load_into_sqlite(target: SQLiteBackend, source: SQLiteBackend, *, fingerprin
             raise LoadError(f"the load target {str(path)!r} is the source itself")
         target._release()  # nothing may hold the old file while it is replaced
         with atomic_build(path, _COMPANIONS) as temporary:
-            conn = sqlite3.connect(temporary)
+            conn: sqlite3.Connection | None = None
             try:
+                conn = sqlite3.connect(temporary)
                 counts = _copy(source, conn)
                 # A source in WAL mode would hand its mode to the copy, and a read-only
                 # connection to a WAL database needs to create -shm/-wal files beside it.
                 conn.execute("PRAGMA journal_mode = DELETE")
+            except sqlite3.Error as exc:  # the copy's own file: a read-only folder, a full disk
+                raise LoadError(f"cannot write the SQLite copy {str(path)!r}: {exc}; the "
+                                f"previous copy, if any, is kept") from exc
             finally:
-                conn.close()
+                if conn is not None:
+                    conn.close()
         return LoadReport(origin, source_name(target), fingerprint, tables=counts)
 
     return load_file_once(path, origin=origin, fingerprint=fingerprint, replace=replace,

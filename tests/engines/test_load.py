@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -327,3 +328,41 @@ def test_a_copy_the_disk_cannot_hold_is_a_load_error_at_every_step(tmp_path: Pat
         said.add("checkpoint" if "cannot write the DuckDB copy" in output else "table")
         assert sorted(p.name for p in folder.iterdir()) == [], (limit, output)
     assert said == {"table", "checkpoint"}
+
+
+@pytest.fixture
+def unwritable_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder no file can be created in, for this user: without write permission, and for
+    root (whom permissions do not stop) also immutable (chattr +i) where the system allows it.
+    Skips when neither takes effect here."""
+    import shutil
+    import subprocess
+
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    chattr = shutil.which("chattr")
+    immutable = bool(chattr) and os.geteuid() == 0 and subprocess.run(
+        [str(chattr), "+i", str(folder)], capture_output=True).returncode == 0
+    try:
+        try:
+            (folder / "probe").touch()
+        except OSError:
+            yield folder
+        else:
+            (folder / "probe").unlink()
+            pytest.skip("no way to make a folder unwritable for this user here")
+    finally:
+        if immutable:
+            subprocess.run([str(chattr), "-i", str(folder)], check=True)
+        folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_a_target_in_a_folder_that_cannot_be_written_is_a_load_error(
+        source: Path, unwritable_folder: Path, engine: str) -> None:
+    target = unwritable_folder / f"copy.{engine}"
+    name = "DuckDB" if engine == "duckdb" else "SQLite"
+    with pytest.raises(LoadError, match=f"cannot write the {name} copy '{target}'"):
+        polysql.load(f"sqlite:///{source}", f"{engine}:///{target}")
+    assert list(unwritable_folder.iterdir()) == []

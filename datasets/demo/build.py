@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -42,8 +43,10 @@ def ensure_demo_database(cache_dir: Path | None = None) -> Path:
         tmp.unlink()  # write_database refuses to overwrite; we only wanted a unique name
         write_database(tmp)
         os.replace(tmp, path)
-    except OSError as exc:
-        raise DatasetError(f"cannot build the demo database at {path}: {exc}") from exc
+    except (OSError, sqlite3.Error) as exc:  # sqlite3: "database or disk is full", "disk I/O"
+        raise DatasetError(f"cannot build the demo database at {path}: {exc}; make room in "
+                           f"{path.parent} (or set {CACHE_ENV} to a folder with room) and run "
+                           f"again") from exc
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
             with contextlib.suppress(FileNotFoundError):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import importlib
 import logging
-import sqlite3
 from typing import Any
 
 import click
@@ -131,23 +130,15 @@ def traceback_enabled(ctx: click.Context | None = None) -> bool:
 # Errors of a file that cannot be written for reasons of the machine, not of polysql: no space,
 # a quota, a file size limit, a read-only file system, no permission.
 _CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES})
-# SQLite's primary codes for the same: "database or disk is full", and "disk I/O error" (what a
-# write past a quota or file size limit becomes).
-_SQLITE_CANNOT_WRITE = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR})
 
 
 def _machine_limit(exc: BaseException) -> str | None:
-    """What a file the machine would not let be written says to the user, or None when ``exc``
-    is something else: an OSError of :data:`_CANNOT_WRITE`, or SQLite's of
-    :data:`_SQLITE_CANNOT_WRITE`."""
-    if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
-        where = f"{exc.filename}" if exc.filename else "a file"
-        said = exc.strerror or str(exc)
-    elif isinstance(exc, sqlite3.Error) and \
-            getattr(exc, "sqlite_errorcode", 0) & 0xFF in _SQLITE_CANNOT_WRITE:
-        where, said = "a SQLite database", str(exc)
-    else:
+    """What to tell the user when ``exc`` is an OSError of :data:`_CANNOT_WRITE`, else None.
+    (An engine's own "disk full" is its backend's to report, as a LoadError say.)"""
+    if not isinstance(exc, OSError) or exc.errno not in _CANNOT_WRITE:
         return None
+    where = f"{exc.filename}" if exc.filename else "a file"
+    said = exc.strerror or str(exc)
     return (f"cannot write {where}: {said}; make room (or write to a folder that can be "
             "written) and run the command again")
 

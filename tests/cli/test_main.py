@@ -18,6 +18,7 @@ from polysql.backends import catalog
 from polysql.cli.main import (
     COMMANDS,
     EXIT_CONFIG,
+    EXIT_DATA,
     EXIT_STORE,
     RESUMING_COMMANDS,
     SUMMARIES,
@@ -121,7 +122,9 @@ def test_help_imports_no_command_module(tmp_path: Path) -> None:
 def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_path: Path) -> None:
     """Files may not grow past 2 KiB in the child (RLIMIT_FSIZE: a write past it fails with
     EFBIG, as one on a full disk fails with ENOSPC): the debug report's first file cannot be
-    written, which is the machine's limit, so exit 5 with what to do -- not exit 70."""
+    written, which is the machine's limit, so exit 5 with what to do -- not exit 70. The demo
+    database, built by SQLite, says so in SQLite's words (exit 4, as a dataset that cannot be
+    made)."""
     import resource
 
     def small_files() -> None:
@@ -137,7 +140,7 @@ def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_pat
     assert "internal error" not in output
 
     # SQLite reports the same limit as "disk I/O error": building the demo database is stopped
-    # by it, and leaves nothing half-written behind
+    # by it, says where to make room, and leaves nothing half-written behind
     def files_of_64k() -> None:  # room for the run's own small files, not for the database
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
 
@@ -147,8 +150,9 @@ def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_pat
         capture_output=True, text=True, preexec_fn=files_of_64k, timeout=300,
         env={**os.environ, "POLYSQL_CACHE": str(cache)})
     output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == EXIT_STORE, output
-    assert "error: cannot write a SQLite database: disk I/O error; make room" in output
+    assert done.returncode == EXIT_DATA, output
+    assert "error: cannot build the demo database at" in output
+    assert "disk I/O error; make room in" in output
     assert not [p for p in cache.rglob("*") if p.is_file() and "demo" in p.parts], output
 
 

@@ -123,7 +123,10 @@ def screen(sql: str, dialect: str | None = None) -> str | None:
     try:
         with quietly():
             statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except SqlglotError:
+    except (SqlglotError, RecursionError):
+        # (RecursionError: nesting deeper than the parser can follow, some 500 parentheses:
+        # the engine judges it as it judges what the parser does not know; the login and the
+        # read-only transaction still hold.)
         # Syntax the parser does not know is the engine's to judge -- unless the text begins
         # with the keyword of a statement that is not a query (DO ..., HANDLER ...): then it is
         # none, whatever follows. Any other first word (a typo, prose before the query) is left

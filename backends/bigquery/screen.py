@@ -78,7 +78,7 @@ def screen_bigquery(sql: str, *, project: str, dataset: str) -> str | None:
     try:
         with quietly():
             statements = [s for s in sqlglot.parse(sql, read="bigquery") if s is not None]
-    except SqlglotError:
+    except (SqlglotError, RecursionError):  # RecursionError: nesting too deep to follow
         return None  # BigQuery's dry run (real service) or the engine judges the syntax
     ctes = {cte.alias_or_name for s in statements for cte in s.find_all(exp.CTE)}
     for statement in statements:

@@ -95,7 +95,7 @@ def _parse(sql: str) -> list[exp.Expression] | None:
     try:
         with quietly():
             return [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
-    except SqlglotError:
+    except (SqlglotError, RecursionError):  # RecursionError: nesting too deep to follow
         return None
 
 

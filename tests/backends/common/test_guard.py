@@ -86,3 +86,29 @@ def test_name_modes() -> None:
 def test_a_write_inside_a_query_is_named_with_its_article(sql: str, dialect: str,
                                                           reason: str) -> None:
     assert screen(sql, dialect) == f"{reason} that would change data or settings"
+
+
+# Deeper than sqlglot's recursive parser can follow (it gives up near 500 parentheses).
+DEEP = "(" * 3000 + "1" + ")" * 3000
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql", "duckdb", "clickhouse", "snowflake",
+                                     "bigquery", "spark"])
+def test_nesting_too_deep_to_parse_is_left_to_the_engine(dialect: str) -> None:
+    """A query nested past sqlglot's reach is judged by the engine (which runs some of them:
+    PostgreSQL and MySQL answer 600 nested parentheses), as text the parser does not know is;
+    it never crashes the screen."""
+    assert screen(f"SELECT {DEEP}", dialect) is None
+
+
+def test_a_statement_nested_too_deep_to_parse_is_still_refused_by_its_first_word() -> None:
+    assert screen(f"DELETE FROM t WHERE a = {DEEP}", "mysql") == \
+        "only queries may run; this is a DELETE statement"
+
+
+def test_the_warehouse_screens_leave_nesting_too_deep_to_parse_to_the_engine() -> None:
+    from polysql.backends.bigquery.screen import screen_bigquery
+    from polysql.backends.snowflake.screen import screen_statement
+
+    assert screen_statement(f"SELECT {DEEP}") is None
+    assert screen_bigquery(f"SELECT {DEEP}", project="p", dataset="d") is None

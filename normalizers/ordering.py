@@ -77,7 +77,7 @@ def _parse_outermost(sql: str, dialect: str) -> exp.Query | None:
     try:
         with quietly():
             statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except (ParseError, SqlglotError, ValueError):
+    except (ParseError, SqlglotError, ValueError, RecursionError):  # or nested too deep to follow
         return None
     if not statements:
         return None

@@ -66,7 +66,7 @@ def _dialect(name: str) -> sqlglot.Dialect:
 def _parse(sql: str, dialect: str) -> list[exp.Expression] | None:
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
-    except SqlglotError:
+    except (SqlglotError, RecursionError):  # RecursionError: nesting too deep to follow
         return None
     # exp.Command is sqlglot keeping text it could not read: nothing to compare
     if not statements or any(isinstance(s, exp.Command) for s in statements):

@@ -144,6 +144,9 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
 FEATURES: tuple[str, ...] = tuple(f for group in FEATURE_GROUPS.values() for f in group)
 CAP_PERCENTILE = 95.0
 PARSER = "sqlglot " + ".".join(sqlglot.__version__.split(".")[:2])
+# The reason given for SQL nested deeper than sqlglot's recursive parser can follow (about 500
+# parentheses): RecursionError, which is no parse error of sqlglot's own.
+_TOO_DEEP = "nested too deeply for sqlglot to read"
 
 
 class ScsStatus(StrEnum):
@@ -200,6 +203,8 @@ def _parse_query(sql: str, dialect: str) -> exp.Query | str:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except SqlglotError as error:
         return str(error)
+    except RecursionError:
+        return _TOO_DEEP
     if len(statements) != 1:
         return f"expected exactly one statement, found {len(statements)}"
     root = statements[0]
@@ -411,6 +416,8 @@ def features(sql: str, dialect: str) -> FeatureCounts:
         counts = _count(normalize_identifiers(parsed, dialect=dialect))
     except SqlglotError as error:  # scope analysis refused the tree
         return FeatureCounts(ScsStatus.PARSE_ERROR, {}, dialect, error=str(error))
+    except RecursionError:
+        return FeatureCounts(ScsStatus.PARSE_ERROR, {}, dialect, error=_TOO_DEEP)
     return FeatureCounts(ScsStatus.OK, counts, dialect)
 
 

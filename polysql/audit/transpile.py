@@ -126,6 +126,8 @@ def transpile_back(sql: str, read: str, write: str) -> tuple[str | None, str | N
     try:
         statements = sqlglot.transpile(sql, read=read, write=write,
                                        unsupported_level=ErrorLevel.IGNORE)  # WARN, minus the log
+    except RecursionError:
+        return None, "nested too deeply for sqlglot to read"
     except (SqlglotError, ValueError) as exc:  # ValueError: a dialect sqlglot does not know
         text = str(exc).strip()
         return None, text.splitlines()[0] if text else type(exc).__name__

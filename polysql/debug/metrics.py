@@ -98,8 +98,9 @@ def canonical_sql(sql: str, dialect: str, schema: SchemaMapping | None) -> str |
             tree = optimize(tree, schema=dict(schema) if schema else None, dialect=dialect,
                             validate_qualify_columns=False)
         return tree.sql(dialect=dialect)
-    except (SqlglotError, ValueError, KeyError):
-        # The optimizer raises plain ValueError/KeyError on some unresolvable names.
+    except (SqlglotError, ValueError, KeyError, RecursionError):
+        # The optimizer raises plain ValueError/KeyError on some unresolvable names;
+        # RecursionError is nesting deeper than sqlglot can follow.
         return None
 
 

@@ -64,6 +64,9 @@ class TranspilePredictor(Predictor[Question]):
         except SqlglotError as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return Prediction(sql=None, failure=f"transpile_failure: {first_line}")
+        except RecursionError:
+            return Prediction(sql=None, failure="transpile_failure: the gold is nested too deeply "
+                                                "for sqlglot to read")
         if len(statements) != 1:
             return Prediction(sql=None, failure=f"transpile_failure: produced {len(statements)} statements")
         return Prediction(sql=statements[0])

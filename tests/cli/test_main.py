@@ -3,7 +3,6 @@ defaults that come from the engines' ``EngineInfo`` rather than from the CLI."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from dataclasses import fields
@@ -12,6 +11,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from polysql_testkit.file_limits import needs_rlimits, run_cli_with_file_limit
 
 import polysql.cli as cli_package
 from polysql.backends import catalog
@@ -117,40 +117,26 @@ def test_help_imports_no_command_module(tmp_path: Path) -> None:
                                                              "polysql.cli.main"]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the file size limit is set in the child "
-                                                    "process before it runs (POSIX rlimits)")
+@needs_rlimits
 def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_path: Path) -> None:
-    """Files may not grow past 2 KiB in the child (RLIMIT_FSIZE: a write past it fails with
-    EFBIG, as one on a full disk fails with ENOSPC): the debug report's first file cannot be
-    written, which is the machine's limit, so exit 5 with what to do -- not exit 70. The demo
-    database, built by SQLite, says so in SQLite's words (exit 4, as a dataset that cannot be
-    made)."""
-    import resource
-
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
-
-    done = subprocess.run(
-        [sys.executable, "-m", "polysql.cli", "debug", "eval", "--predictor", "reference",
-         "--no-execution", "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, preexec_fn=small_files, timeout=300)
-    output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == EXIT_STORE, output
+    """Files may not grow past 2 KiB (see polysql_testkit.file_limits): the debug report's first
+    file cannot be written, which is the machine's limit, so exit 5 with what to do -- not exit
+    70. The demo database, built by SQLite, says so in SQLite's words (exit 4, as a dataset that
+    cannot be made)."""
+    code, output = run_cli_with_file_limit(
+        ["debug", "eval", "--predictor", "reference", "--no-execution",
+         "--out", str(tmp_path / "out")], 2048)
+    assert code == EXIT_STORE, output
     assert "error: cannot write a file: File too large; make room" in output
     assert "internal error" not in output
 
     # SQLite reports the same limit as "disk I/O error": building the demo database is stopped
-    # by it, says where to make room, and leaves nothing half-written behind
-    def files_of_64k() -> None:  # room for the run's own small files, not for the database
-        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
-
+    # by it, says where to make room, and leaves nothing half-written behind (64 KiB: room for
+    # the run's own small files, not for the database)
     cache = tmp_path / "cache"
-    done = subprocess.run(
-        [sys.executable, "-m", "polysql.cli", "sweep", "--out", str(tmp_path / "run")],
-        capture_output=True, text=True, preexec_fn=files_of_64k, timeout=300,
-        env={**os.environ, "POLYSQL_CACHE": str(cache)})
-    output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == EXIT_DATA, output
+    code, output = run_cli_with_file_limit(["sweep", "--out", str(tmp_path / "run")], 64 * 1024,
+                                           env={"POLYSQL_CACHE": str(cache)})
+    assert code == EXIT_DATA, output
     assert "error: cannot build the demo database at" in output
     assert "disk I/O error; make room in" in output
     assert not [p for p in cache.rglob("*") if p.is_file() and "demo" in p.parts], output

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from polysql_testkit.file_limits import needs_rlimits, run_cli_with_file_limit
 
 import polysql
 from polysql.core.errors import ConfigError, EngineUnavailableError, LoadError, UnknownEngineError
@@ -285,18 +286,12 @@ def test_generated_columns_and_without_rowid_tables_are_copied(tmp_path: Path) -
     assert _duckdb_rows(target, "SELECT * FROM w") == [("a", 1.5)]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the file size limit is set in the child "
-                                                    "process before it runs (POSIX rlimits)")
+@needs_rlimits
 def test_a_copy_the_disk_cannot_hold_is_a_load_error_at_every_step(tmp_path: Path) -> None:
     """A full disk, for real: ``polysql load`` into DuckDB in a process whose files may not
-    grow past a limit (RLIMIT_FSIZE; Python ignores SIGXFSZ, so DuckDB's write fails with
-    EFBIG as it would with ENOSPC). Wherever the write fails -- a table's commit, the final
-    checkpoint -- the load says it could not be written (exit 3), never an internal error, and
-    leaves neither a copy nor temporary files."""
-    import resource
-    import subprocess
-    import sys
-
+    grow past a limit (see polysql_testkit.file_limits). Wherever the write fails -- a table's
+    commit, the final checkpoint -- the load says it could not be written (exit 3), never an
+    internal error, and leaves neither a copy nor temporary files."""
     source = tmp_path / "big.sqlite"
     with sqlite3.connect(source) as conn:
         conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT, n REAL)")
@@ -310,18 +305,12 @@ def test_a_copy_the_disk_cannot_hold_is_a_load_error_at_every_step(tmp_path: Pat
     # small limits stop a table's commit (its log), larger ones the final checkpoint (the file
     # grows by whole blocks of 256 KiB there)
     for limit in range(64 * 1024, 1024 * 1024 + 1, 128 * 1024):
-        def small_files(limit: int = limit) -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-        done = subprocess.run(
-            [sys.executable, "-m", "polysql.cli", "load", f"sqlite:///{source}",
-             f"duckdb:///{target}"],
-            capture_output=True, text=True, preexec_fn=small_files, timeout=300,
-            env={**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache")})
-        output = " ".join((done.stdout + done.stderr).split())
-        if done.returncode == 0:  # the copy fits under this limit: nothing to check
+        code, output = run_cli_with_file_limit(
+            ["load", f"sqlite:///{source}", f"duckdb:///{target}"], limit,
+            env={"POLYSQL_CACHE": str(tmp_path / "cache")})
+        if code == 0:  # the copy fits under this limit: nothing to check
             continue
-        assert done.returncode == 3, (limit, output)
+        assert code == 3, (limit, output)
         assert "internal error" not in output and "File too large" in output, (limit, output)
         assert ("cannot load table 't' into DuckDB" in output
                 or f"cannot write the DuckDB copy '{target}'" in output), (limit, output)

@@ -4,12 +4,12 @@ not. Real SQLite and DuckDB engines, the bundled demo dataset and hand-made BIRD
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from polysql_testkit.bird_layout import make_bird
 from polysql_testkit.cli_runs import run_sweep as sweep
+from polysql_testkit.file_limits import needs_rlimits, run_cli_with_file_limit
 
 from polysql.cli.main import EXIT_DATA, EXIT_INCOMPLETE, EXIT_STORE
 from polysql.core.store import RESULTS_FILE, SUPERSEDED_FILE, ResultsStore
@@ -223,34 +223,21 @@ def test_an_out_path_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
     assert code == 0 and (tmp_path / "a" / "b" / RESULTS_FILE).exists(), output
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the file size limit is set in the child "
-                                                    "process before it runs (POSIX rlimits)")
+@needs_rlimits
 def test_a_results_file_that_cannot_grow_stops_the_run_and_the_next_run_resumes(
         tmp_path: Path) -> None:
     """A full disk, for real: the sweep runs in a process whose files may not grow past 64 KiB
-    (RLIMIT_FSIZE; Python ignores SIGXFSZ, so a write past it fails with EFBIG, as one on a full
-    disk fails with ENOSPC). The first record that cannot be written stops the run with one
-    clear error (exit 5), not an internal error per record; the next run resumes."""
-    import resource
-    import subprocess
-    import sys
-
-    env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache")}
+    (see polysql_testkit.file_limits). The first record that cannot be written stops the run
+    with one clear error (exit 5), not an internal error per record; the next run resumes."""
     engines = ["--engines", "sqlite,duckdb", "--predictor", "gold,transpile"]
     # the evaluation copies and the execution cache first, where files may grow
     code, output = sweep("--out", str(tmp_path / "warm"), *engines)
     assert code == 0, output
     run = tmp_path / "run"
     limit = 64 * 1024
-
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    done = subprocess.run(
-        [sys.executable, "-m", "polysql.cli", "sweep", "--out", str(run), *engines],
-        capture_output=True, text=True, env=env, preexec_fn=small_files, timeout=300)
-    output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == EXIT_STORE, output
+    code, output = run_cli_with_file_limit(["sweep", "--out", str(run), *engines], limit,
+                                           env={"POLYSQL_CACHE": str(tmp_path / "cache")})
+    assert code == EXIT_STORE, output
     assert f"cannot write to results file {run / RESULTS_FILE}: File too large" in output
     assert "internal error" not in output
     written = (run / RESULTS_FILE).stat().st_size

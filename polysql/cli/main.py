@@ -127,20 +127,25 @@ def traceback_enabled(ctx: click.Context | None = None) -> bool:
     return bool(root is not None and root.obj and root.obj.get("traceback"))
 
 
-# Errors of a file that cannot be written for reasons of the machine, not of polysql: no space,
-# a quota, a file size limit, a read-only file system, no permission.
-_CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES})
+# Errors of a file that cannot be written for reasons of the machine, not of polysql: no space
+# (a full disk, a quota, a file size limit), or no writing in that folder at all (a read-only
+# file system, no permission, an immutable folder) -- those only with the path they concern.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+_NOT_HERE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def _machine_limit(exc: BaseException) -> str | None:
-    """What to tell the user when ``exc`` is an OSError of :data:`_CANNOT_WRITE`, else None.
-    (An engine's own "disk full" is its backend's to report, as a LoadError say.)"""
-    if not isinstance(exc, OSError) or exc.errno not in _CANNOT_WRITE:
+    """What to tell the user when ``exc`` is an OSError of :data:`_NO_ROOM`, or of
+    :data:`_NOT_HERE` naming its path; else None. (An engine's own "disk full" is its backend's
+    to report, as a LoadError say.)"""
+    if not isinstance(exc, OSError) or not (
+            exc.errno in _NO_ROOM or (exc.errno in _NOT_HERE and exc.filename)):
         return None
     where = f"{exc.filename}" if exc.filename else "a file"
     said = exc.strerror or str(exc)
-    return (f"cannot write {where}: {said}; make room (or write to a folder that can be "
-            "written) and run the command again")
+    fix = ("make room" if exc.errno in _NO_ROOM
+           else "use a folder you can write in (or give yourself the right to)")
+    return f"cannot write {where}: {said}; {fix} and run the command again"
 
 
 class PolysqlGroup(click.Group):

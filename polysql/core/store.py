@@ -173,7 +173,7 @@ class _Appender:
             raise ResultsStoreError(
                 f"cannot write to results file {self._path}: {exc.strerror or exc}; the records "
                 f"written before stay, and running the same command again resumes once the "
-                f"file can grow (free some space)") from exc
+                f"file can be written (on a full disk: once there is room)") from exc
 
     def close(self) -> None:
         # Every write is flushed, so only a write that failed leaves bytes to flush here:

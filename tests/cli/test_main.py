@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from polysql_testkit.file_limits import needs_rlimits, run_cli_with_file_limit
+from polysql_testkit.file_limits import locked_folder, needs_rlimits, run_cli_with_file_limit
 
 import polysql.cli as cli_package
 from polysql.backends import catalog
@@ -140,6 +140,16 @@ def test_a_file_the_machine_will_not_let_grow_is_a_clear_error_not_a_bug(tmp_pat
     assert "error: cannot build the demo database at" in output
     assert "disk I/O error; make room in" in output
     assert not [p for p in cache.rglob("*") if p.is_file() and "demo" in p.parts], output
+
+
+def test_a_folder_that_cannot_be_written_is_named_with_what_to_do(tmp_path: Path) -> None:
+    with locked_folder(tmp_path / "locked") as folder:
+        result = CliRunner().invoke(main, ["debug", "eval", "--predictor", "reference",
+                                           "--no-execution", "--out", str(folder / "out")])
+    output = " ".join(result.output.split())
+    assert result.exit_code == EXIT_STORE, output
+    assert f"error: cannot write {folder / 'out'}: " in output
+    assert "use a folder you can write in" in output and "internal error" not in output
 
 
 def test_exit_codes_and_main_are_importable_from_the_package() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Iterator
 from decimal import Decimal
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from polysql_testkit.file_limits import needs_rlimits, run_cli_with_file_limit
+from polysql_testkit.file_limits import locked_folder, needs_rlimits, run_cli_with_file_limit
 
 import polysql
 from polysql.core.errors import ConfigError, EngineUnavailableError, LoadError, UnknownEngineError
@@ -321,30 +320,8 @@ def test_a_copy_the_disk_cannot_hold_is_a_load_error_at_every_step(tmp_path: Pat
 
 @pytest.fixture
 def unwritable_folder(tmp_path: Path) -> Iterator[Path]:
-    """A folder no file can be created in, for this user: without write permission, and for
-    root (whom permissions do not stop) also immutable (chattr +i) where the system allows it.
-    Skips when neither takes effect here."""
-    import shutil
-    import subprocess
-
-    folder = tmp_path / "locked"
-    folder.mkdir()
-    folder.chmod(0o555)
-    chattr = shutil.which("chattr")
-    immutable = bool(chattr) and os.geteuid() == 0 and subprocess.run(
-        [str(chattr), "+i", str(folder)], capture_output=True).returncode == 0
-    try:
-        try:
-            (folder / "probe").touch()
-        except OSError:
-            yield folder
-        else:
-            (folder / "probe").unlink()
-            pytest.skip("no way to make a folder unwritable for this user here")
-    finally:
-        if immutable:
-            subprocess.run([str(chattr), "-i", str(folder)], check=True)
-        folder.chmod(0o755)
+    with locked_folder(tmp_path / "locked") as folder:
+        yield folder
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "sqlite"])

@@ -124,6 +124,14 @@ def atomic_build(target: Path, companions: tuple[str, ...]) -> Iterator[Path]:
                 path.unlink(missing_ok=True)
 
 
+def copy_not_written(engine: str, target: Path, exc: BaseException) -> LoadError:
+    """The error of a file-engine load that failed on the copy's own file (a full disk, a
+    folder it may not write in) rather than on a table; ``exc`` is the engine's error."""
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return LoadError(f"cannot write the {engine} copy {str(target)!r}: {said}; the previous "
+                     f"copy, if any, is kept")
+
+
 def timed(build: Callable[[], LoadReport]) -> LoadReport:
     started = time.perf_counter()
     report = build()

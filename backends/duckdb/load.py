@@ -21,6 +21,7 @@ import pyarrow as pa
 from polysql.backends._common.lanes import load_lanes
 from polysql.backends._common.load_files import (
     atomic_build,
+    copy_not_written,
     load_file_once,
     source_coercions,
     source_name,
@@ -224,13 +225,6 @@ def copy_tables(conn: duckdb.DuckDBPyConnection, source: Backend, *, replace: bo
     return counts, source_coercions(source) + notes
 
 
-def _unwritable(path: Path, exc: duckdb.Error) -> LoadError:
-    """The load failing on the database file rather than on a table (no space left, say)."""
-    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return LoadError(f"cannot write the DuckDB copy {str(path)!r}: {said}; the previous copy, "
-                     f"if any, is kept")
-
-
 def _lanes(target: DuckDBBackend, source: Backend) -> int:
     """Tables filled at once: one per core the source can be read on, within the target's own
     ``threads`` setting (a user who limits DuckDB to one thread means one core)."""
@@ -280,7 +274,7 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
             try:
                 conn = duckdb.connect(str(temporary), config=dict(target._config))
             except duckdb.Error as exc:
-                raise _unwritable(path, exc) from exc
+                raise copy_not_written("DuckDB", path, exc) from exc
             try:
                 counts, coercions = copy_tables(conn, source, replace=False, names=mode,
                                                 lanes=_lanes(target, source))
@@ -290,7 +284,7 @@ def load_into_duckdb(target: DuckDBBackend, source: Backend, *, fingerprint: str
                     raise KeyboardInterrupt from exc
                 raise
             except duckdb.Error as exc:  # the file itself failed (a full disk at the checkpoint)
-                raise _unwritable(path, exc) from exc
+                raise copy_not_written("DuckDB", path, exc) from exc
             finally:
                 # after a failed write DuckDB fails its close too: the first error is the one
                 with contextlib.suppress(duckdb.Error):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from polysql.backends._common.load_files import (
     atomic_build,
+    copy_not_written,
     load_file_once,
     source_name,
 )
@@ -63,8 +64,7 @@ def load_into_sqlite(target: SQLiteBackend, source: SQLiteBackend, *, fingerprin
                 # connection to a WAL database needs to create -shm/-wal files beside it.
                 conn.execute("PRAGMA journal_mode = DELETE")
             except sqlite3.Error as exc:  # the copy's own file: a read-only folder, a full disk
-                raise LoadError(f"cannot write the SQLite copy {str(path)!r}: {exc}; the "
-                                f"previous copy, if any, is kept") from exc
+                raise copy_not_written("SQLite", path, exc) from exc
             finally:
                 if conn is not None:
                     conn.close()

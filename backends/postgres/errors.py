@@ -10,6 +10,8 @@ import psycopg
 
 from polysql.core.model import ErrorKind
 
+DISK_FULL = "53100"
+
 _BY_CODE: dict[str, ErrorKind] = {
     "42601": "syntax",  # syntax_error
     "42501": "forbidden",  # insufficient_privilege
@@ -26,11 +28,15 @@ _BY_CODE: dict[str, ErrorKind] = {
     "57P04": "unavailable",  # database_dropped
     "57P05": "unavailable",  # idle_session_timeout
     "55P03": "timeout",  # lock_not_available (lock_timeout)
+    # The server's disk is full. What one statement may spill is capped for polysql's reader
+    # (temp_file_limit: 53400, the statement's own fault, below); a full disk is the machine's
+    # state, which would fail a correct prediction just the same, so it is an outage.
+    DISK_FULL: "unavailable",
 }
 
 _BY_CLASS: dict[str, ErrorKind] = {
     "08": "unavailable",  # connection exception
-    "53": "too_large",  # insufficient resources: out of memory, disk full, temp_file_limit
+    "53": "too_large",  # insufficient resources: out of memory, temp_file_limit
     "54": "too_large",  # program limit exceeded: too many columns, statement too complex
     "3D": "unavailable",  # invalid catalog name: the database is gone
 }
@@ -63,8 +69,9 @@ def classify(exc: BaseException) -> tuple[ErrorKind, str | None]:
 
 def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` says the server or the connection is gone (shut down, crashed, the
-    socket closed), rather than that the statement failed."""
-    return classify(exc)[0] == "unavailable"
+    socket closed), rather than that the statement failed. A full disk is an outage for
+    evaluated SQL but leaves the connection usable, and a load names it as what it is."""
+    return classify(exc)[0] == "unavailable" and getattr(exc, "sqlstate", None) != DISK_FULL
 
 
 def message_of(exc: BaseException) -> str:

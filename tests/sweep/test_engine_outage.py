@@ -138,3 +138,37 @@ def test_a_server_that_admits_one_connection_gets_one_worker(
     written = records(folder)
     assert sorted(int(str(r["question_id"])) for r in written) == list(range(QUESTIONS))
     assert {r["status"] for r in written} == {"match"}
+
+
+def test_a_full_disk_on_the_server_leaves_the_statement_pending(
+        setup: tuple[URL, Path, str]) -> None:
+    """A prediction whose sort the server cannot spill for want of disk is not the prediction's
+    error: the engine is abandoned with that work pending, as for any outage (a real full disk:
+    see pg_fixtures.full_temp_tablespace)."""
+    server, folder, db_id = setup
+    spilling = 5
+    (folder / "preds.jsonl").write_text("".join(
+        json.dumps({"question_id": n, "sql": f"SELECT count(*) + {n} FROM item" + (
+            f" WHERE ({pg_fixtures.SPILLING_QUERY}) > 0" if n == spilling else "")}) + "\n"
+        for n in range(QUESTIONS)), encoding="utf-8")
+    first = start(server, folder)  # builds the copy on the server; every answer right
+    assert first.wait(timeout=120) == 0
+    assert {r["status"] for r in records(folder)} == {"match"}
+    with pg_fixtures.admin_connection(server, "postgres") as admin:
+        (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                (f"%{db_id}%",)).fetchone()
+    with pg_fixtures.full_temp_tablespace(server) as tablespace:
+        pg_fixtures.spill_to(server, name, tablespace)
+        shutil.rmtree(folder / "run")
+        for cached in (folder / "cache").glob("executions.sqlite*"):  # every statement runs again
+            cached.unlink()
+        again = start(server, folder)
+        output, _ = again.communicate(timeout=120)
+    assert again.returncode == 6, output
+    assert output.count("engine pg abandoned") == 1, output
+    assert "No space left on device" in output
+    written = records(folder)
+    assert spilling not in {int(str(r["question_id"])) for r in written}
+    assert {r["status"] for r in written} <= {"match"}  # nothing recorded for the full disk
+    summary = json.loads((folder / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "incomplete" and summary["pending"] == QUESTIONS - len(written)

@@ -1,7 +1,8 @@
-"""A full disk and a folder that cannot be written, for real, without mounting anything.
+"""A full disk and a folder that cannot be written, for real.
 
 Running polysql's CLI in a child process whose files may not grow past a size stands for a full
-disk.
+disk, without mounting anything. A server's disk, which no limit of ours reaches, is a small
+file system mounted for the test (:func:`small_file_system`), where the machine allows it.
 
 The limit is RLIMIT_FSIZE, set in the child before it starts. Python ignores SIGXFSZ, so a write
 past the limit fails with EFBIG ("File too large") where a full disk fails with ENOSPC; SQLite
@@ -15,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,3 +66,28 @@ def locked_folder(folder: Path) -> Iterator[Path]:
         if immutable:
             subprocess.run([str(chattr), "-i", str(folder)], check=True)
         folder.chmod(0o755)
+
+
+@contextmanager
+def small_file_system(size: str, *, owner: int | None = None) -> Iterator[Path]:
+    """A new folder holding a file system of ``size`` (tmpfs, e.g. ``"1m"``) that others may
+    reach (not under pytest's private temporary folder), owned by ``owner`` (a uid) if given;
+    unmounted and removed afterwards. Mounting needs root: elsewhere the test skips."""
+    mount = shutil.which("mount")
+    folder = Path(tempfile.mkdtemp(prefix="polysql-small-fs-"))
+    folder.chmod(0o755)
+    try:
+        done = (subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                                str(folder)], capture_output=True, text=True)
+                if mount and os.geteuid() == 0 else None)
+        if done is None or done.returncode != 0:
+            pytest.skip("cannot mount a small file system here (needs root and mount): "
+                        + (done.stderr.strip() if done is not None else "not root"))
+        try:
+            if owner is not None:
+                os.chown(folder, owner, -1)
+            yield folder
+        finally:
+            subprocess.run(["umount", "--lazy", str(folder)], check=True)
+    finally:
+        folder.rmdir()

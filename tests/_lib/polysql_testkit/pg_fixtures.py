@@ -12,6 +12,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -22,6 +23,7 @@ from sqlalchemy.engine import URL, make_url
 from polysql.backends.postgres.backend import PostgresBackend
 from polysql.backends.postgres.setup import drop_evaluation_database, drop_reader
 from polysql.engines.registry import connect
+from polysql_testkit.file_limits import small_file_system
 
 ENGINE = "postgres"
 ADMIN_URL = os.environ.get("POLYSQL_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/")
@@ -93,6 +95,45 @@ def schemas(url: URL, database: str) -> dict[str, int]:
         return {r[0]: int(r[1]) for r in conn.execute(
             "SELECT nspname, oid FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
             "AND nspname <> 'information_schema'")}
+
+
+@contextmanager
+def full_temp_tablespace(url: URL) -> Iterator[str]:
+    """The name of a tablespace on a 1 MiB file system: a database whose temp_tablespaces names
+    it has its sorts and hashes that spill fail with SQLSTATE 53100, "No space left on device",
+    as on a server whose disk is full. Skips unless the server runs on this machine (its data
+    folder is here) and the test may mount."""
+    with admin_connection(url, "postgres") as admin:
+        (data_directory,) = admin.execute("SHOW data_directory").fetchone() or ("",)
+        try:
+            server_user = Path(data_directory).stat().st_uid
+        except OSError:
+            pytest.skip(f"the PostgreSQL server's data folder {data_directory!r} is not on this "
+                        f"machine: its disk cannot be filled from here")
+        with small_file_system("1m", owner=server_user) as folder:
+            name = unique("polysql_full")
+            admin.execute(sql.SQL("CREATE TABLESPACE {} LOCATION {}").format(
+                sql.Identifier(name), sql.Literal(str(folder))))
+            try:
+                admin.execute(sql.SQL("GRANT CREATE ON TABLESPACE {} TO PUBLIC").format(
+                    sql.Identifier(name)))
+                yield name
+            finally:
+                admin.execute(sql.SQL("DROP TABLESPACE {}").format(sql.Identifier(name)))
+
+
+def spill_to(url: URL, database: str, tablespace: str) -> None:
+    """Send ``database``'s temporary files to ``tablespace``, and make its sorts spill early."""
+    with admin_connection(url, "postgres") as admin:
+        admin.execute(sql.SQL("ALTER DATABASE {} SET temp_tablespaces = {}").format(
+            sql.Identifier(database), sql.Literal(tablespace)))
+        admin.execute(sql.SQL("ALTER DATABASE {} SET work_mem = '64kB'").format(
+            sql.Identifier(database)))
+
+
+#: a query whose sort spills some megabytes of temporary files, whatever the tables hold
+SPILLING_QUERY = ("SELECT count(*) FROM (SELECT md5(g::text) AS m FROM generate_series(1, 300000) "
+                  "AS g ORDER BY m OFFSET 1) AS s")
 
 
 class Loader:

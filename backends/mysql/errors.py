@@ -7,6 +7,8 @@ so both spellings are listed where they differ.
 
 from __future__ import annotations
 
+import re
+
 import pymysql
 
 from polysql.core.model import ErrorKind
@@ -43,7 +45,6 @@ TIMEOUT_CODES = frozenset({
 })
 
 TOO_LARGE_CODES = frozenset({
-    1021,  # ER_DISK_FULL
     1037,  # ER_OUTOFMEMORY
     1038,  # ER_OUT_OF_SORTMEMORY
     1041,  # ER_OUT_OF_RESOURCES
@@ -69,6 +70,36 @@ UNAVAILABLE_CODES = frozenset({
     4031,  # MySQL 8: ER_CLIENT_INTERACTION_TIMEOUT
 })
 
+# The server's storage failing under a statement: its disk full (MariaDB 10.11 with tmpdir on a
+# full file system answers a sort with 3 "Error writing file ... (Errcode: 28 ...)" and a
+# GROUP BY or DISTINCT with 126 "Index is corrupted" for its temporary table, logging "Disk got
+# full"), or a table the engine calls corrupted. A correct prediction fails the same way, so
+# these are outages, never the statement's own error.
+STORAGE_FAILURE_CODES = frozenset({
+    1021,  # ER_DISK_FULL
+    126,  # HA_ERR_CRASHED: "Index is corrupted" (also a temporary table on a full disk)
+    1194,  # ER_CRASHED_ON_USAGE: table marked as crashed
+    1195,  # ER_CRASHED_ON_REPAIR
+})
+
+# Codes whose message carries the operating system's error number: ENOSPC (28) and EDQUOT
+# (122) there mean the server's disk is full. Only these codes: a statement's own error
+# message may quote any text, e.g. a value in a failed cast.
+OS_ERROR_CODES = frozenset({
+    3,  # EE_WRITE: Error writing file '...' (Errcode: 28 "No space left on device")
+    1026,  # ER_ERROR_ON_WRITE
+    1030,  # ER_GET_ERRNO: Got error 28 from storage engine
+})
+_DISK_FULL_ERRNO = re.compile(r"(?:errcode|errno|got error)\W{0,3}(?:28|122)\b", re.IGNORECASE)
+
+
+def storage_failure(code: int | None, message: str) -> bool:
+    """Whether the server failed for want of disk or a sound table, not because of the SQL."""
+    if code in STORAGE_FAILURE_CODES:
+        return True
+    return code in OS_ERROR_CODES and _DISK_FULL_ERRNO.search(message) is not None
+
+
 # Errors after which the connection cannot be trusted for the next statement.
 CONNECTION_LOST_CODES = frozenset({1053, 1152, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
 
@@ -84,8 +115,8 @@ def error_code(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def classify(code: int | None, *, deadline_passed: bool) -> ErrorKind:
-    """The ``ExecError.kind`` for a server or client error code."""
+def classify(code: int | None, *, deadline_passed: bool, message: str = "") -> ErrorKind:
+    """The ``ExecError.kind`` for a server or client error code and the server's message."""
     if deadline_passed and (code in TIMEOUT_CODES or code in CONNECTION_LOST_CODES):
         # A lost connection after the backstop fired is the backstop doing its job.
         return "timeout"
@@ -99,6 +130,6 @@ def classify(code: int | None, *, deadline_passed: bool) -> ErrorKind:
         return "forbidden"
     if code in TOO_LARGE_CODES:
         return "too_large"
-    if code in UNAVAILABLE_CODES:
+    if code in UNAVAILABLE_CODES or storage_failure(code, message):
         return "unavailable"
     return "runtime"

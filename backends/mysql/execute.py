@@ -252,8 +252,8 @@ def _failure(conn: pymysql.connections.Connection, exc: pymysql.Error, started: 
         return Outcome(Result.failed("timeout" if fired else "unavailable",
                                      f"connection lost: {exc}", elapsed=elapsed, engine=engine),
                        False)
-    kind = classify(code, deadline_passed=fired or elapsed > timeout)
     message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    kind = classify(code, deadline_passed=fired or elapsed > timeout, message=message)
     if kind == "timeout":
         message = f"statement exceeded the {timeout:g}s timeout ({message})"
     elif code == ROUTINE_DENIED and routines is not None:

@@ -24,6 +24,15 @@ HOSTILE = [
     ("SELECT * FROM read_csv('/etc/passwd')", "duckdb"),
     ("SELECT a INTO new_table FROM t", "postgres"),
     ("SELECT GET_LOCK('polysql', 10)", "mysql"),  # would outlive the rolled-back transaction
+    # a quoted or schema-qualified name is the same function to PostgreSQL
+    ('SELECT "pg_cancel_backend"(pg_backend_pid())', "postgres"),
+    ('SELECT "pg_catalog"."pg_terminate_backend"(1)', "postgres"),
+    ('SELECT * FROM "read_csv"(\'/etc/passwd\')', "duckdb"),
+    # text sqlglot cannot parse that PostgreSQL runs: the call is found in the text itself
+    ("SELECT pg_cancel_backend(pg_backend_pid()), collation for ('a')", "postgres"),
+    ("SELECT pg_cancel_backend(1) ORDER BY 1 USING <", "postgres"),
+    # ... and a "--" inside a string does not hide the rest of the line from that search
+    ("SELECT '--', \"pg_cancel_backend\" (1), collation for ('a')", "postgres"),
 ]
 BENIGN = [
     ("SELECT a, COUNT(*) FROM t WHERE x GLOB 'a*' GROUP BY a ORDER BY 2 DESC LIMIT 3", "sqlite"),
@@ -33,6 +42,8 @@ BENIGN = [
     ("SELECT pg_sleep(1)", "postgres"),  # cut off by the timeout, not the screen
     ("SELECT strftime('%Y', d), group_concat(x) FROM t", "sqlite"),
     ("VALUES (1), (2)", "postgres"),
+    # the names as words or inside strings, in statements the parser reads, are no calls
+    ("SELECT 'pg_cancel_backend(1)' AS note, \"glob\" FROM t", "postgres"),
 ]
 
 

@@ -11,6 +11,7 @@ import psycopg
 from polysql.core.model import ErrorKind
 
 DISK_FULL = "53100"
+QUERY_CANCELED = "57014"
 
 _BY_CODE: dict[str, ErrorKind] = {
     "42601": "syntax",  # syntax_error
@@ -21,7 +22,7 @@ _BY_CODE: dict[str, ErrorKind] = {
     "2F002": "forbidden",  # modifying_sql_data_not_permitted
     "38002": "forbidden",  # modifying_sql_data_not_permitted (external routine)
     "38003": "forbidden",  # prohibited_sql_statement_attempted (external routine)
-    "57014": "timeout",  # query_canceled: statement_timeout or our cancel
+    QUERY_CANCELED: "timeout",  # statement_timeout or our cancel (execute tells others apart)
     "57P01": "unavailable",  # admin_shutdown
     "57P02": "unavailable",  # crash_shutdown
     "57P03": "unavailable",  # cannot_connect_now

@@ -21,7 +21,7 @@ import psycopg
 
 from polysql.backends._common.cancel import Flight, cancelled
 from polysql.backends.postgres.connect import restore_settings
-from polysql.backends.postgres.errors import classify, message_of
+from polysql.backends.postgres.errors import QUERY_CANCELED, classify, message_of
 from polysql.core.model import Result
 
 # Rows per FETCH from the server-side cursor.
@@ -91,13 +91,19 @@ def run_statement(conn: psycopg.Connection, sql: str, *, timeout: float, max_row
             return cancelled(engine, time.perf_counter() - started, message_of(exc))
         kind, sqlstate = classify(exc)
         message = message_of(exc)
-        if kind == "timeout" or cancelled_by_timer.is_set():
+        elapsed = time.perf_counter() - started
+        if sqlstate == QUERY_CANCELED and not cancelled_by_timer.is_set() and elapsed < timeout:
+            # Cancelled before the server's statement_timeout could fire and not by our
+            # backstop: another session (or the statement itself) asked for it. Not a timeout;
+            # only the engine can say why, as MySQL's KILL QUERY from elsewhere.
+            kind = "runtime"
+            message = f"{message} (cancelled before the {timeout:g}s timeout, not by polysql)"
+        elif kind == "timeout" or cancelled_by_timer.is_set():
             kind = "timeout"
             who = ("cancelled by the client" if cancelled_by_timer.is_set()
                    else "stopped by the server")
             message = f"statement exceeded the {timeout:g}s timeout ({who}: {message})"
-        return Result.failed(kind, message, sqlstate=sqlstate,
-                             elapsed=time.perf_counter() - started, engine=engine)
+        return Result.failed(kind, message, sqlstate=sqlstate, elapsed=elapsed, engine=engine)
     finally:
         if flight is not None:
             flight.disarm()

@@ -300,6 +300,59 @@ def test_statement_cannot_lift_its_own_timeout(loader, evaluation_url) -> None:
         assert result.elapsed < 5
 
 
+def _cancel_after(delay: float, admin_url, database: str) -> threading.Thread:
+    """A thread that, after ``delay`` seconds, cancels from an administrator's session every
+    running statement on ``database`` (the text shown is the cursor's FETCH, not the query)."""
+
+    def cancel() -> None:
+        time.sleep(delay)
+        with fx.admin_connection(admin_url, "postgres") as conn:
+            conn.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE state = "
+                         "'active' AND datname = %s AND pid <> pg_backend_pid()", (database,))
+
+    thread = threading.Thread(target=cancel)
+    thread.start()
+    return thread
+
+
+def test_a_cancel_from_another_session_is_not_a_timeout(backend, admin_url,
+                                                       evaluation_url) -> None:
+    """Cancelled long before its timeout, by neither the server's statement_timeout nor
+    polysql: the statement did not time out, and saying so would be false."""
+    canceller = _cancel_after(1.0, admin_url, make_url(evaluation_url).database)
+    result = backend.execute("SELECT pg_sleep(20)", timeout=30)
+    canceller.join()
+    assert result.error is not None and result.error.sqlstate == "57014"
+    assert result.error.kind == "runtime"
+    assert "not by polysql" in result.error.message and "exceeded" not in result.error.message
+
+
+def test_a_prediction_cannot_cancel_another_running_statement(loader, evaluation_url) -> None:
+    """Every statement runs as the same reader role, which PostgreSQL lets cancel its own
+    sessions: a prediction calling pg_cancel_backend would stop a statement running beside it
+    (another question's, another model's) and make it fail. Refused however the call is
+    written, including in text sqlglot cannot parse."""
+    others = " FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid()"
+    hostile = [
+        "SELECT pg_cancel_backend(pid)" + others,
+        'SELECT "pg_cancel_backend"(pid)' + others,
+        'SELECT "pg_catalog"."pg_terminate_backend"(pid)' + others,
+        "SELECT pg_cancel_backend(pid), collation for ('a')" + others,
+    ]
+    with loader.evaluation(evaluation_url, pool_size=2) as backend:
+        outcome: list[object] = []
+        victim = threading.Thread(target=lambda: outcome.append(
+            backend.execute("SELECT pg_sleep(2)", timeout=30)))
+        victim.start()
+        time.sleep(0.5)
+        for statement in hostile:
+            refused = backend.execute(statement, timeout=5)
+            assert refused.error is not None and refused.error.kind == "forbidden", statement
+        victim.join()
+    (slept,) = outcome
+    assert slept.ok, slept.error
+
+
 # -- hostile statements ------------------------------------------------------------------------------
 
 HOSTILE = [

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -250,12 +251,20 @@ class EvaluationCopies:
 
     def get(self, engine: str | URL, *, dataset: str, db_id: str,
             source: Source | Callable[[], Source], name: str | None = None,
-            slot: int = 0) -> EvaluationCopy:
+            slot: int = 0,
+            waiting: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+            ) -> EvaluationCopy:
         """The open copy of ``dataset``/``db_id`` on ``engine``, built and opened on first use,
         through ``slot``'s connection. ``source`` may be a function giving it, called only then
-        (finding a dataset's database can cost more than reusing an open copy)."""
+        (finding a dataset's database can cost more than reusing an open copy). ``waiting`` is
+        entered while another thread is building or opening the copy (a sweep counts that
+        wait nowhere: the build counts in the thread doing it)."""
         key = self.key(engine, dataset, db_id, name)
-        with self._lock_for(key):
+        lock = self._lock_for(key)
+        if not lock.acquire(blocking=False):
+            with waiting():
+                lock.acquire()
+        try:
             first = self._open.get(key)
             if first is None:
                 first = open_copy(engine, dataset=dataset, db_id=db_id,
@@ -274,6 +283,8 @@ class EvaluationCopies:
                 with self._guard:
                     self._more[(key, slot)] = copy
             return copy
+        finally:
+            lock.release()
 
     def reopen(self, engine: str | URL, *, dataset: str, db_id: str,
                source: Source | Callable[[], Source], name: str | None = None,

@@ -8,6 +8,9 @@ database from the evaluation-copy service (:mod:`polysql.engines.copies`): loade
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,11 +100,15 @@ class EngineFleet:
                 f"To evaluate on databases that already hold the data, write {{db_id}} in its "
                 f"place; to see this no more, leave the database out of the URL")
 
-    def backend(self, spec: EngineSpec, db_id: str, source_url: str, slot: int = 0) -> Backend:
+    def backend(self, spec: EngineSpec, db_id: str, source_url: str, slot: int = 0, *,
+                waiting: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+                ) -> Backend:
         """The open evaluation copy of ``db_id`` on ``spec``'s engine, through ``slot``'s
-        connection (one per worker running statements beside others on the same copy)."""
+        connection (one per worker running statements beside others on the same copy).
+        ``waiting`` is entered while another worker is building or opening that copy."""
         return self._copies.get(spec.url, dataset=self.dataset_name, db_id=db_id,
-                                source=source_url, name=spec.name, slot=slot).backend
+                                source=source_url, name=spec.name, slot=slot,
+                                waiting=waiting).backend
 
     def fingerprint(self, spec: EngineSpec, db_id: str) -> str:
         """Fingerprint of what an opened evaluation copy holds: the source database's, and the

@@ -170,7 +170,8 @@ class SweepWork:
             source = self.dataset.database_url(question.db_id)
             try:
                 with self.timings.stage("load"):
-                    backend = self.fleet.backend(spec, question.db_id, source, slot)
+                    backend = self.fleet.backend(spec, question.db_id, source, slot,
+                                                 waiting=self.timings.idle)
                     fingerprint = self.fleet.fingerprint(spec, question.db_id)
             except EngineError as exc:
                 if not slot:
@@ -309,8 +310,10 @@ class SweepWork:
     def _backend(self, spec: EngineSpec, question: Question, slot: int = 0) -> Backend | None:
         try:
             with self.timings.stage("load"):  # opens (and first loads) the copy on first use
+                # another worker's build of the copy counts there, not again as this one's wait
                 return self.fleet.backend(spec, question.db_id,
-                                          self.dataset.database_url(question.db_id), slot)
+                                          self.dataset.database_url(question.db_id), slot,
+                                          waiting=self.timings.idle)
         except EngineError as exc:
             if slot:  # one more connection refused (a server's connection limit, say)
                 raise _NoConnection(str(exc)) from exc

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,44 @@ def test_engines_are_named_by_short_name_or_url() -> None:
     assert engine_name(backend_class(url), url) == "duckdb"
     with pytest.raises(ConfigError, match="unknown engine 'oracle'"):
         engine_url("oracle")
+
+
+def test_only_a_worker_that_finds_the_copy_being_built_waits(source: str, tmp_path: Path
+                                                             ) -> None:
+    """A sweep counts a copy's build in the worker doing it; another worker asking for the same
+    copy meanwhile waits inside ``waiting`` (which a sweep counts nowhere), and only it."""
+    copies = EvaluationCopies(tmp_path)
+    building, second_waits = threading.Event(), threading.Event()
+    waited: list[str] = []
+
+    def find_source() -> str:  # called by the building worker: hold it until the other waits
+        building.set()
+        assert second_waits.wait(timeout=30)
+        return source
+
+    def waiting_as(who: str) -> Callable[[], AbstractContextManager[object]]:
+        @contextmanager
+        def wait() -> Iterator[None]:
+            waited.append(who)
+            second_waits.set()
+            yield
+
+        return wait
+
+    builder = threading.Thread(target=lambda: copies.get(
+        "duckdb", dataset="ds", db_id="db1", source=find_source, waiting=waiting_as("builder")))
+    builder.start()
+    assert building.wait(timeout=30)
+    second = copies.get("duckdb", dataset="ds", db_id="db1", source=find_source, slot=1,
+                        waiting=waiting_as("second"))
+    builder.join()
+    assert waited == ["second"]
+    assert second.backend.execute("SELECT count(*) FROM t").rows == [(3,)]
+    # an open copy is handed out without waiting
+    copies.get("duckdb", dataset="ds", db_id="db1", source=find_source, slot=1,
+               waiting=waiting_as("later"))
+    assert waited == ["second"]
+    copies.close()
 
 
 def test_copies_of_a_run_are_built_once_shared_and_closed_together(source: str,

@@ -231,6 +231,10 @@ class SweepWork:
                     wait(helpers)
             for helper in helpers:
                 helper.result()  # re-raise a helper's unexpected error
+            if inline and self._engine_usable(spec):
+                # a helper that could not open a connection of its own put its item back, maybe
+                # after this worker had found none left: it is this worker's to run
+                self._main_work(spec, info, inline, {})
         finally:
             for future in generating:
                 future.cancel()  # requests not yet sent; the work stays pending for a resume
@@ -308,17 +312,25 @@ class SweepWork:
             self.observer.generated(predictor)
 
     def _backend(self, spec: EngineSpec, question: Question, slot: int = 0) -> Backend | None:
+        source = self.dataset.database_url(question.db_id)
+        # The copy itself first (built, or opened through slot 0's connection), whichever worker
+        # gets here first: failing that is the engine's failure, not one worker's, and another
+        # worker's build counts there, not again as this one's wait.
         try:
             with self.timings.stage("load"):  # opens (and first loads) the copy on first use
-                # another worker's build of the copy counts there, not again as this one's wait
-                return self.fleet.backend(spec, question.db_id,
-                                          self.dataset.database_url(question.db_id), slot,
-                                          waiting=self.timings.idle)
+                first = self.fleet.backend(spec, question.db_id, source, 0,
+                                           waiting=self.timings.idle)
         except EngineError as exc:
-            if slot:  # one more connection refused (a server's connection limit, say)
-                raise _NoConnection(str(exc)) from exc
             self._abandon(spec, str(exc))
             return None
+        if not slot:
+            return first
+        try:
+            with self.timings.stage("load"):
+                return self.fleet.backend(spec, question.db_id, source, slot,
+                                          waiting=self.timings.idle)
+        except EngineError as exc:  # one more connection refused (a server's connection limit)
+            raise _NoConnection(str(exc)) from exc
 
     def _fewer_workers(self, spec_name: str, why: str) -> None:
         self.observer.message(f"{spec_name}: a worker could not open a connection of its own "

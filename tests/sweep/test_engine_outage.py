@@ -50,14 +50,21 @@ def setup(tmp_path: Path) -> Iterator[tuple[URL, Path, str]]:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def start(server: URL, folder: Path) -> subprocess.Popen[str]:
+def start(server: URL, folder: Path, *more: str) -> subprocess.Popen[str]:
     env = {**os.environ, "POLYSQL_CACHE": str(folder / "cache")}
     url = server.render_as_string(hide_password=False)
     return subprocess.Popen(
         [sys.executable, "-m", "polysql.cli", "sweep", "--dataset", f"bird:{folder / 'dataset'}",
          "--engines", f"pg={url}", "--predictor", f"m={folder / 'preds.jsonl'}",
-         "--workers", "2", "--out", str(folder / "run")],
+         "--workers", "2", "--out", str(folder / "run"), *more],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def run_sweep(server: URL, folder: Path, *more: str) -> tuple[int, str]:
+    """A whole sweep (as :func:`start`, with ``more`` arguments): its exit code and output."""
+    process = start(server, folder, *more)
+    output, _ = process.communicate(timeout=120)
+    return process.returncode, output
 
 
 def records(folder: Path) -> list[dict[str, object]]:
@@ -172,3 +179,41 @@ def test_a_full_disk_on_the_server_leaves_the_statement_pending(
     assert {r["status"] for r in written} <= {"match"}  # nothing recorded for the full disk
     summary = json.loads((folder / "run" / "summary.json").read_text(encoding="utf-8"))
     assert summary["status"] == "incomplete" and summary["pending"] == QUESTIONS - len(written)
+
+
+def test_a_login_the_server_refuses_abandons_the_engine_once_for_the_right_reason(
+        setup: tuple[URL, Path, str]) -> None:
+    """Two workers, neither able to log in: the copy cannot be opened at all, which is the
+    engine's outage (said once, with the server's reason), not one worker short of a
+    connection while 'the others go on'."""
+    server, folder, db_id = setup
+    code, output = run_sweep(server.set(username="polysql_no_such_role"), folder)
+    assert code == 6, output
+    assert output.count("engine pg abandoned") == 1, output
+    assert 'role "polysql_no_such_role" does not exist' in output
+    assert "could not open a connection of its own" not in output
+    assert records(folder) == []
+    summary = json.loads((folder / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "incomplete" and summary["pending"] == QUESTIONS
+
+
+def test_the_last_item_a_second_worker_cannot_run_is_run_by_the_first(
+        setup: tuple[URL, Path, str]) -> None:
+    """One question, two workers, a database admitting one evaluation connection: whichever
+    worker takes the item, it is answered (the second worker hands it back when it cannot
+    open its connection, perhaps after the first found nothing left to do)."""
+    server, folder, db_id = setup
+    first = start(server, folder)  # builds the copy
+    assert first.wait(timeout=120) == 0
+    with pg_fixtures.admin_connection(server, "postgres") as admin:
+        (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                (f"%{db_id}%",)).fetchone()
+        admin.execute(f'ALTER DATABASE "{name}" CONNECTION LIMIT 1')
+    for attempt in range(5):  # which worker takes the item first is the threads' race
+        shutil.rmtree(folder / "run")
+        for cached in (folder / "cache").glob("executions.sqlite*"):
+            cached.unlink()
+        code, output = run_sweep(server, folder, "--limit", "1")
+        assert code == 0, (attempt, output)
+        written = records(folder)
+        assert [r["status"] for r in written] == ["match"], (attempt, output)

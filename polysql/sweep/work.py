@@ -149,6 +149,9 @@ class SweepWork:
                     wait(helpers)
             for helper in helpers:
                 helper.result()  # re-raise a helper's unexpected error
+            # a helper that could not open its connection handed its question back, maybe
+            # after this worker had found none left
+            self._gold_worker(waiting, golds, 0)
         return golds
 
     def _gold_helper(self, waiting: deque[Question], golds: dict[str, GoldRuns], slot: int) -> None:

@@ -261,8 +261,10 @@ def sweep_exit_code(outcome: SweepOutcome) -> int:
                       "database file empty, truncated or unreadable? Fix the dataset and re-run",
                       highlight=False)
     for name, why in outcome.dead_engines.items():
-        console.print(f"[red]engine {escape(name)} was abandoned:[/] {escape(why)}; its remaining work is pending, "
-                      "re-run to resume once it is back", highlight=False)
+        console.print(f"[red]engine {escape(name)} was abandoned:[/] {escape(why)}; its remaining work is pending "
+                      "(nothing was scored for it): once the engine answers again (the server up, "
+                      "its URL and login right, room on its disk), re-run the same command to "
+                      "resume", highlight=False)
     for name, (why, count) in outcome.unavailable.items():
         console.print(f"[red]{escape(name)} gave no answers:[/] {escape(why)}; {count} prediction(s) are "
                       "pending (nothing was scored for them): start or fix the model endpoint "

@@ -138,7 +138,7 @@ def test_an_unreachable_engine_is_abandoned_without_recording_anything_for_it(tm
     code, output = sweep("--out", str(run), "--limit", "3", "--predictor", "gold",
                          "--engines", "sqlite,down=postgresql://postgres@127.0.0.1:1/")
     assert code == 6, output
-    assert "engine down was abandoned" in output and "re-run to resume" in output
+    assert "engine down was abandoned" in output and "re-run the same command to resume" in output
     assert {r["engine"] for r in records(run)} == {"sqlite"}  # nothing recorded as wrong for it
 
 

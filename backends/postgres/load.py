@@ -196,7 +196,7 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
                 if not ours and not replace and foreign_content(conn):
                     raise LoadError(
                         f"database {database!r} already holds tables that polysql did not load; "
-                        f"pass replace=True to replace its public schema, or choose another "
+                        f"pass replace=True (polysql load --replace) to replace its public schema, or choose another "
                         f"database")
                 store.record(database, fingerprint=_IN_PROGRESS, reader=reader, report={},
                              engine_version=target.version(), polysql_version=_polysql_version())

@@ -30,7 +30,12 @@ from polysql.backends.base import (
     SetupScript,
 )
 from polysql.backends.duckdb import INFO
-from polysql.backends.duckdb.connect import CONFIG_OPTIONS, database_path, open_connection
+from polysql.backends.duckdb.connect import (
+    CONFIG_OPTIONS,
+    database_path,
+    open_connection,
+    url_settings,
+)
 from polysql.backends.duckdb.execute import run_statement
 from polysql.backends.duckdb.introspect import introspect, read_batches
 from polysql.backends.duckdb.load import load_into_duckdb
@@ -76,7 +81,9 @@ class DuckDBBackend(Backend):
             raise EngineUnavailableError(
                 f"DuckDB database file {str(path)!r} does not exist (resolved from the URL path; "
                 f"use duckdb:///relative/path or duckdb:////absolute/path)")
-        backend = cls(parsed, read_only=read_only, config={**SAFE_CONFIG, **options})
+        # options given in code win over the same ones in the URL
+        backend = cls(parsed, read_only=read_only,
+                      config={**SAFE_CONFIG, **url_settings(parsed), **options})
         # Evaluation connections open now, so a bad file fails here. A writable file connection
         # opens on first use: a load replaces the file without opening the old one.
         if read_only or path is None:

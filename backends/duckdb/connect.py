@@ -13,10 +13,35 @@ from typing import Any
 import duckdb
 from sqlalchemy.engine import URL
 
-from polysql.core.errors import EngineUnavailableError
+from polysql.core.errors import ConfigError, EngineUnavailableError
 
-#: options ``DuckDBBackend.connect`` passes on to DuckDB's configuration
+#: options ``DuckDBBackend.connect`` passes on to DuckDB's configuration; a URL's query may
+#: give them too (``duckdb:///sales.duckdb?threads=2&memory_limit=4GB``), the one way a sweep can
 CONFIG_OPTIONS = ("threads", "memory_limit")
+
+
+def url_settings(url: URL) -> dict[str, Any]:
+    """The settings in ``url``'s query. Anything else there is refused rather than ignored: a
+    setting the user believes applied would silently not be."""
+    query = dict(url.query)
+    unknown = sorted(set(query) - set(CONFIG_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting(s) in the DuckDB URL: {', '.join(unknown)}; a duckdb:// URL's "
+            f"query may give {' and '.join(CONFIG_OPTIONS)} "
+            f"(duckdb:///file.duckdb?threads=2&memory_limit=4GB)")
+    settings: dict[str, Any] = {}
+    for key, value in query.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} is given more than once in the DuckDB URL")
+        settings[key] = value
+    if "threads" in settings:
+        try:
+            settings["threads"] = int(settings["threads"])
+        except ValueError:
+            raise ConfigError(f"threads={settings['threads']!r} in the DuckDB URL is not a "
+                              f"whole number") from None
+    return settings
 
 
 def database_path(url: URL) -> Path | None:

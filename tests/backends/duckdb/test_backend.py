@@ -11,7 +11,7 @@ import pytest
 
 import polysql
 from polysql.backends.duckdb.backend import DuckDBBackend
-from polysql.core.errors import EngineUnavailableError
+from polysql.core.errors import ConfigError, EngineUnavailableError
 
 
 @pytest.mark.parametrize("url", ["duckdb://", "duckdb:///:memory:"])
@@ -145,6 +145,30 @@ def test_memory_limit_turns_a_huge_result_into_too_large() -> None:
         result = backend.execute("SELECT list(range) FROM range(100000000)")
         assert result.error is not None and result.error.kind == "too_large"
         assert backend.execute("SELECT 1").rows == [(1,)]
+
+
+def test_a_url_query_gives_the_settings_and_code_options_win() -> None:
+    """The URL is all a sweep's --engines can pass: its settings take effect, on the copies a
+    sweep opens too (their URL keeps the query)."""
+    settings = "SELECT current_setting('memory_limit'), current_setting('threads')"
+    with polysql.connect("duckdb://?memory_limit=50MB&threads=1") as backend:
+        ((memory, threads),) = backend.execute(settings).rows
+        assert threads == 1 and memory.endswith("MiB") and float(memory.split()[0]) < 50
+        result = backend.execute("SELECT list(range) FROM range(100000000)")
+        assert result.error is not None and result.error.kind == "too_large"
+    with polysql.connect("duckdb://?memory_limit=50MB&threads=1", threads=2) as backend:
+        assert backend.execute(settings).rows[0][1] == 2
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("duckdb://?mode=ro", "unknown setting(s) in the DuckDB URL: mode"),
+    ("duckdb://?threads=two", "threads='two' in the DuckDB URL is not a whole number"),
+    ("duckdb://?threads=1&threads=2", "threads is given more than once"),
+])
+def test_a_url_setting_that_would_not_apply_is_refused(url: str, says: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        polysql.connect(url)
+    assert says in str(refused.value)
 
 
 def test_explain_analyze_cannot_smuggle_a_write_into_memory() -> None:

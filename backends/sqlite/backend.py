@@ -69,7 +69,15 @@ class SQLiteBackend(Backend):
             raise ConfigError(
                 f"unknown option(s) for the sqlite backend: {', '.join(sorted(options))}; "
                 f"supported: read_only")
-        backend = cls(parse_url(url), read_only=read_only)
+        parsed = parse_url(url)
+        if parsed.query:
+            # SQLAlchemy-style settings (?mode=ro, ?timeout=5) would be silently ignored: polysql
+            # opens evaluation copies read-only and times statements itself
+            raise ConfigError(
+                f"a sqlite:// URL takes no query parameters, and this one has "
+                f"{', '.join(sorted(parsed.query))}: polysql opens evaluation databases read-only "
+                f"and sets their timeouts itself; remove everything from '?' on")
+        backend = cls(parsed, read_only=read_only)
         # Open now so a missing file fails here -- except a load target that does not exist yet:
         # the load creates it, and an empty file must not appear before it does.
         if read_only or backend.path is None or backend.path.exists():

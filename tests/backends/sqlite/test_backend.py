@@ -11,7 +11,7 @@ import pytest
 import polysql
 from polysql.backends.sqlite.backend import SQLiteBackend
 from polysql.backends.sqlite.connect import open_connection
-from polysql.core.errors import EngineError, EngineUnavailableError
+from polysql.core.errors import ConfigError, EngineError, EngineUnavailableError
 
 
 @pytest.fixture
@@ -34,6 +34,13 @@ def test_relative_file_url(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.chdir(db_file.parent)
     with polysql.connect(f"sqlite:///{db_file.name}") as backend:
         assert backend.execute('SELECT a FROM "T" WHERE a = 1').rows == [(1,)]
+
+
+@pytest.mark.parametrize("query", ["mode=ro&uri=true", "timeout=5"])
+def test_a_url_query_is_refused_not_ignored(db_file: Path, query: str) -> None:
+    with pytest.raises(ConfigError, match="takes no query parameters") as refused:
+        polysql.connect(f"sqlite:///{db_file}?{query}")
+    assert query.split("=")[0] in str(refused.value)
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:

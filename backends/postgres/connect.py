@@ -7,6 +7,7 @@ PostgreSQL connection is opened, checked and closed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import weakref
@@ -54,6 +55,12 @@ _PINNED: weakref.WeakKeyDictionary[psycopg.Connection, tuple[tuple[str, str], ..
     weakref.WeakKeyDictionary()
 
 
+@functools.cache
+def _libpq_keywords() -> frozenset[str]:
+    """The connection options the installed libpq knows."""
+    return frozenset(option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults())
+
+
 def connection_params(url: URL, *, user: str | None = None, password: str | None = None,
                       database: str | None = None) -> dict[str, Any]:
     """libpq keyword parameters for ``url``; ``user``/``password``/``database`` override it.
@@ -66,6 +73,12 @@ def connection_params(url: URL, *, user: str | None = None, password: str | None
         raise ConfigError(
             f"PostgreSQL URL query sets {', '.join(sorted(reserved))}: put the user, password and "
             f"database in the URL itself, e.g. postgresql://user:password@host:5432/database")
+    unknown = sorted(set(url.query) - _libpq_keywords())
+    if unknown:
+        # libpq would refuse them too, but at connect time, where it reads as an outage
+        raise ConfigError(
+            f"unknown PostgreSQL connection option(s) in the URL query: {', '.join(unknown)}; "
+            f"the query takes libpq's (sslmode, connect_timeout, options, host, ...)")
     params: dict[str, Any] = {
         "host": url.host or DEFAULT_HOST,
         "port": url.port or DEFAULT_PORT,

@@ -74,6 +74,14 @@ def test_url_query_cannot_smuggle_the_login() -> None:
         connection_params(make_url("postgresql://h/db?user=postgres"))
 
 
+def test_an_option_libpq_does_not_know_is_a_config_error_before_connecting() -> None:
+    """Not 'cannot connect' (exit 3, read as an outage): the URL is wrong, and says how."""
+    with pytest.raises(ConfigError, match="unknown PostgreSQL connection option.*sslmod"):
+        connection_params(make_url("postgresql://h/db?sslmod=require"))
+    assert connection_params(make_url("postgresql://h/db?sslmode=require&keepalives=1"))[
+        "sslmode"] == "require"
+
+
 def test_server_url_connects_for_administration(admin_url) -> None:
     with connect(admin_url.set(database=None), read_only=False) as backend:
         assert backend.version().startswith("PostgreSQL ")

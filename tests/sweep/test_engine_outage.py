@@ -74,11 +74,26 @@ def records(folder: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def cut_connections(server: URL, db_id: str, *, keep_out: bool) -> int:
-    """End every session on the copy of ``db_id`` (``keep_out``: and refuse new ones)."""
+def copy_name(server: URL, db_id: str) -> str:
+    """The name of the database the sweep copied ``db_id`` into on the server."""
     with pg_fixtures.admin_connection(server, "postgres") as admin:
         (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
                                 (f"%{db_id}%",)).fetchone()
+    return str(name)
+
+
+def forget_run(folder: Path) -> None:
+    """Remove the run folder and the execution cache: the next sweep runs every statement again
+    (on the copy already built)."""
+    shutil.rmtree(folder / "run")
+    for cached in (folder / "cache").glob("executions.sqlite*"):
+        cached.unlink()
+
+
+def cut_connections(server: URL, db_id: str, *, keep_out: bool) -> int:
+    """End every session on the copy of ``db_id`` (``keep_out``: and refuse new ones)."""
+    name = copy_name(server, db_id)
+    with pg_fixtures.admin_connection(server, "postgres") as admin:
         if keep_out:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
         row = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
@@ -132,12 +147,8 @@ def test_a_server_that_admits_one_connection_gets_one_worker(
     first = start(server, folder)
     assert first.wait(timeout=120) == 0
     with pg_fixtures.admin_connection(server, "postgres") as admin:
-        (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
-                                (f"%{db_id}%",)).fetchone()
-        admin.execute(f'ALTER DATABASE "{name}" CONNECTION LIMIT 1')
-    shutil.rmtree(folder / "run")
-    for cached in (folder / "cache").glob("executions.sqlite*"):  # every statement runs again
-        cached.unlink()
+        admin.execute(f'ALTER DATABASE "{copy_name(server, db_id)}" CONNECTION LIMIT 1')
+    forget_run(folder)
     again = start(server, folder)
     output, _ = again.communicate(timeout=120)
     assert again.returncode == 0, output
@@ -161,14 +172,9 @@ def test_a_full_disk_on_the_server_leaves_the_statement_pending(
     first = start(server, folder)  # builds the copy on the server; every answer right
     assert first.wait(timeout=120) == 0
     assert {r["status"] for r in records(folder)} == {"match"}
-    with pg_fixtures.admin_connection(server, "postgres") as admin:
-        (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
-                                (f"%{db_id}%",)).fetchone()
     with pg_fixtures.full_temp_tablespace(server) as tablespace:
-        pg_fixtures.spill_to(server, name, tablespace)
-        shutil.rmtree(folder / "run")
-        for cached in (folder / "cache").glob("executions.sqlite*"):  # every statement runs again
-            cached.unlink()
+        pg_fixtures.spill_to(server, copy_name(server, db_id), tablespace)
+        forget_run(folder)
         again = start(server, folder)
         output, _ = again.communicate(timeout=120)
     assert again.returncode == 6, output
@@ -206,13 +212,9 @@ def test_the_last_item_a_second_worker_cannot_run_is_run_by_the_first(
     first = start(server, folder)  # builds the copy
     assert first.wait(timeout=120) == 0
     with pg_fixtures.admin_connection(server, "postgres") as admin:
-        (name,) = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
-                                (f"%{db_id}%",)).fetchone()
-        admin.execute(f'ALTER DATABASE "{name}" CONNECTION LIMIT 1')
+        admin.execute(f'ALTER DATABASE "{copy_name(server, db_id)}" CONNECTION LIMIT 1')
     for attempt in range(5):  # which worker takes the item first is the threads' race
-        shutil.rmtree(folder / "run")
-        for cached in (folder / "cache").glob("executions.sqlite*"):
-            cached.unlink()
+        forget_run(folder)
         code, output = run_sweep(server, folder, "--limit", "1")
         assert code == 0, (attempt, output)
         written = records(folder)

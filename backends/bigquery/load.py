@@ -274,7 +274,8 @@ def load_into_bigquery(target: BigQueryBackend, source: Backend, *, fingerprint:
             return skipped
         if read_record(existing) is None and _table_ids(client, dataset_ref):
             raise LoadError(f"dataset {dataset_ref!r} already holds tables that polysql did not "
-                            f"load; pass replace=True (polysql load --replace) to replace them, or choose another dataset")
+                            f"load; pass replace=True (polysql load --replace) to replace them, "
+                            f"or choose another dataset")
     dataset = existing or _ensure_dataset(target, dataset_ref)
     record: dict[str, Any] = {"load_format": LOAD_FORMAT, "fingerprint": "",
                               "source": origin, "engine_version": target.version(),

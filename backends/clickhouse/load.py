@@ -312,7 +312,8 @@ def load_directory(engine: Engine, source: Backend, directory: Path, *, target_n
     if directory.is_dir() and any(directory.iterdir()) and read_manifest(directory) is None \
             and not replace:
         raise LoadError(f"{str(directory)!r} is not empty and holds no polysql ClickHouse "
-                        f"database; pass replace=True (polysql load --replace) to replace it, or choose another directory")
+                        f"database; pass replace=True (polysql load --replace) to replace it, "
+                        f"or choose another directory")
     directory.parent.mkdir(parents=True, exist_ok=True)
     built = new_directory_name(directory, "tmp")
     built.mkdir()

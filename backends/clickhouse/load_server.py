@@ -64,7 +64,8 @@ def load_on_server(session: ServerSession, source: Backend, *, fingerprint: str 
                           coercions=[Coercion(**c) for c in saved.get("coercions", [])])
     if latest is None and _exists(session, database) and not replace:
         raise LoadError(f"database {database!r} already exists and polysql did not load it; "
-                        f"pass replace=True (polysql load --replace) to replace it, or choose another database")
+                        f"pass replace=True (polysql load --replace) to replace it, or choose "
+                        f"another database")
     report = LoadReport(origin, target_name, fingerprint)
     timed_report = timed(lambda: _build(session, source, database, mode, report))
     _record(session, database, fingerprint,

@@ -16,7 +16,8 @@ from sqlalchemy.engine import URL
 from polysql.core.errors import ConfigError, EngineUnavailableError
 
 #: options ``DuckDBBackend.connect`` passes on to DuckDB's configuration; a URL's query may
-#: give them too (``duckdb:///sales.duckdb?threads=2&memory_limit=4GB``), the one way a sweep can
+#: give them too (``duckdb:///sales.duckdb?threads=2&memory_limit=4GB``), the one way a sweep
+#: can set them
 CONFIG_OPTIONS = ("threads", "memory_limit")
 
 

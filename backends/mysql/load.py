@@ -109,7 +109,8 @@ def load_into_mysql(login: Login, database: str, source: Backend, settings: Load
         if record is None and existing and not replace:
             raise LoadError(
                 f"database {database!r} already holds tables polysql did not load; pass "
-                f"replace=True (polysql load --replace) to overwrite it, or choose another database name")
+                f"replace=True (polysql load --replace) to overwrite it, or choose another "
+                f"database name")
         user = record.reader_user if record else reader_name(database)
         password = record.reader_password if record else new_password()
         if record is not None and record.reader_host != settings.reader_host:

@@ -196,8 +196,8 @@ def load_into_postgres(target: PostgresBackend, source: Backend, *, fingerprint:
                 if not ours and not replace and foreign_content(conn):
                     raise LoadError(
                         f"database {database!r} already holds tables that polysql did not load; "
-                        f"pass replace=True (polysql load --replace) to replace its public schema, or choose another "
-                        f"database")
+                        f"pass replace=True (polysql load --replace) to replace its public "
+                        f"schema, or choose another database")
                 store.record(database, fingerprint=_IN_PROGRESS, reader=reader, report={},
                              engine_version=target.version(), polysql_version=_polysql_version())
                 def connect() -> psycopg.Connection:

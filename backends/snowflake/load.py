@@ -243,7 +243,8 @@ def load_into_snowflake(target: SnowflakeBackend, source: Backend, *, fingerprin
             if meta.read() is None and present:
                 raise LoadError(
                     f"schema {database}.{schema} already holds tables that polysql did not "
-                    f"load; pass replace=True (polysql load --replace) to replace it, or choose another schema")
+                    f"load; pass replace=True (polysql load --replace) to replace it, or "
+                    f"choose another schema")
         meta.write(fingerprint=_IN_PROGRESS, reader=reader, report={},
                    engine_version=target.version())
         started = time.perf_counter()

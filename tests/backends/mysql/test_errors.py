@@ -2,7 +2,8 @@
 
 The errors below are the exact answers of MariaDB 10.11 started with its tmpdir on a full 1 MiB
 file system (a sort that spills, then a DISTINCT whose temporary table spills). A test cannot
-restart the suite's server with another tmpdir, so they are checked here as the server gave them;
+restart the suite's server with another tmpdir, so they are checked here as the server gave them
+(the tmpdir's name left out);
 a full disk on PostgreSQL is tried for real in tests/backends/postgres/test_disk_full.py.
 """
 
@@ -14,10 +15,10 @@ from polysql.backends.mysql.errors import classify
 
 pytestmark = pytest.mark.mysql
 
-SORT_ON_A_FULL_DISK = (3, "Error writing file '/tmp/m2tmp/#sql/fd=51' "
+SORT_ON_A_FULL_DISK = (3, "Error writing file '/tmp/#sql/fd=51' "
                           "(Errcode: 28 \"No space left on device\")")
 TEMPORARY_TABLE_ON_A_FULL_DISK = (126, "Got error '126 \"Index is corrupted\"' for "
-                                       "'/tmp/m2tmp/#sql-temptable-1ec0-1b-5.MAI'")
+                                       "'/tmp/#sql-temptable-1ec0-1b-5.MAI'")
 
 
 @pytest.mark.parametrize(("code", "message"), [

@@ -309,14 +309,22 @@ def test_statement_cannot_lift_its_own_timeout(loader, evaluation_url) -> None:
 
 
 def _cancel_after(delay: float, admin_url, database: str) -> threading.Thread:
-    """A thread that, after ``delay`` seconds, cancels from an administrator's session every
-    running statement on ``database`` (the text shown is the cursor's FETCH, not the query)."""
+    """A thread that, after ``delay`` seconds, cancels from an administrator's session the
+    running statements on ``database`` (the text shown is the cursor's FETCH, not the query),
+    trying again for a while if none has started yet."""
 
     def cancel() -> None:
         time.sleep(delay)
+        deadline = time.monotonic() + 10
         with fx.admin_connection(admin_url, "postgres") as conn:
-            conn.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE state = "
-                         "'active' AND datname = %s AND pid <> pg_backend_pid()", (database,))
+            while time.monotonic() < deadline:
+                done = conn.execute(
+                    "SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) FROM pg_stat_activity "
+                    "WHERE state = 'active' AND datname = %s AND pid <> pg_backend_pid()",
+                    (database,)).fetchone()
+                if done and done[0]:
+                    return
+                time.sleep(0.1)
 
     thread = threading.Thread(target=cancel)
     thread.start()

@@ -26,6 +26,7 @@ from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
 from polysql.backends.sqlite import INFO, introspect_arrow
 from polysql.backends.sqlite.connect import database_path, open_connection
+from polysql.backends.sqlite.errors import source_problem
 from polysql.backends.sqlite.execute import run_statement
 from polysql.backends.sqlite.introspect import fingerprint, introspect
 from polysql.backends.sqlite.introspect_cache import SOURCES, CachedRows, fits, table_key
@@ -156,7 +157,8 @@ class SQLiteBackend(Backend):
                 except sqlite3.Error as exc:
                     hint = (f"; {str(self.path)!r} is not a SQLite database: point the URL at a "
                             f".sqlite/.db file" if "not a database" in str(exc) else "")
-                    raise EngineError(f"cannot read the tables of {self!r}: {exc}{hint}") from exc
+                    raise EngineError(f"cannot read the tables of {self!r}: "
+                                      f"{source_problem(exc)}{hint}") from exc
                 if self.read_only:
                     self._introspected = sources
         self._coercions = [c for source in sources for c in source.coercions]
@@ -171,8 +173,13 @@ class SQLiteBackend(Backend):
     def views(self) -> list[tuple[str, str]]:
         """(name, CREATE VIEW text) of every view, in creation order."""
         with self._lock:
-            rows = self._connection().execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY rowid").fetchall()
+            try:
+                rows = self._connection().execute(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY rowid"
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise EngineError(f"cannot read the views of {self!r}: "
+                                  f"{source_problem(exc)}") from exc
         return [(name, sql) for name, sql in rows]
 
     def read_table(self, table: Table, *, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:

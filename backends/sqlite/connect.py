@@ -14,6 +14,7 @@ from urllib.parse import quote
 import pyarrow as pa
 from sqlalchemy.engine import URL
 
+from polysql.backends.sqlite.errors import LOCK_WAIT_SECONDS
 from polysql.backends.sqlite.screen import read_only_authorizer
 from polysql.core.errors import EngineUnavailableError
 
@@ -55,7 +56,8 @@ def open_connection(path: Path | None, *, read_only: bool) -> sqlite3.Connection
         # isolation_level=None: autocommit, so writes on a load/test connection are visible at
         # once and evaluated SQL never leaves a transaction open. check_same_thread=False lets a
         # runner thread use the connection; the backend's lock serialises access.
-        conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False,
+                               timeout=LOCK_WAIT_SECONDS)
     except sqlite3.Error as exc:
         raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}: {exc}") from exc
     # Builds without extension support lack the method; then loading is impossible anyway.

@@ -14,6 +14,10 @@ _SYNTAX_MARKERS = ("syntax error", "incomplete input", "unrecognized token")
 _FORBIDDEN_NAMES = ("SQLITE_AUTH", "SQLITE_READONLY", "SQLITE_PERM")
 _FORBIDDEN_MARKERS = ("not authorized", "readonly", "may not be modified")
 _TOO_LARGE_NAMES = ("SQLITE_NOMEM", "SQLITE_TOOBIG", "SQLITE_FULL")
+# How long a connection waits for another program's write lock on the file before it fails with
+# "database is locked" (the sqlite3 module's default, made explicit so messages can quote it).
+LOCK_WAIT_SECONDS = 5.0
+
 _UNAVAILABLE_NAMES = ("SQLITE_CANTOPEN", "SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_BUSY",
                       "SQLITE_LOCKED", "SQLITE_IOERR")
 
@@ -40,3 +44,17 @@ def classify(exc: Exception, *, deadline_passed: bool) -> ErrorKind:
     if any(marker in message for marker in _SYNTAX_MARKERS):
         return "syntax"
     return "runtime"
+
+
+def locked_hint(waited: float) -> str:
+    """What to do about a source file another program holds a write lock on."""
+    return (f"the database is locked: another program is writing to it (waited {waited:g} s); "
+            "let that write finish, or close the program holding it, then retry")
+
+
+def source_problem(exc: sqlite3.Error) -> str:
+    """``exc`` from reading a load source, with what to do about the common causes."""
+    message = str(exc)
+    if "database is locked" in message:
+        return locked_hint(LOCK_WAIT_SECONDS)
+    return message

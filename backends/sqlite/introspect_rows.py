@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from polysql.backends._common.arrow import arrow_schema, arrow_type
+from polysql.backends.sqlite.errors import source_problem
 from polysql.backends.sqlite.types import quote_ident
 from polysql.core.errors import LoadError
 from polysql.core.schema import Coercion, Column, Table
@@ -156,9 +157,11 @@ def _fetch(cursor: sqlite3.Cursor, size: int, table: Table, lenient: bool) -> li
     except sqlite3.OperationalError as exc:
         if not lenient and "decode to UTF-8" in str(exc):
             raise _NotUtf8 from exc
-        raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+        raise LoadError(f"cannot read table {table.name!r} from SQLite: "
+                        f"{source_problem(exc)}") from exc
     except sqlite3.Error as exc:
-        raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+        raise LoadError(f"cannot read table {table.name!r} from SQLite: "
+                        f"{source_problem(exc)}") from exc
 
 
 def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: threading.Lock,
@@ -174,7 +177,8 @@ def _stream(conn: sqlite3.Connection, table: Table, *, batch_size: int, lock: th
             try:
                 cursor.execute(f"SELECT {select} FROM {quote_ident(table.name)}")
             except sqlite3.Error as exc:
-                raise LoadError(f"cannot read table {table.name!r} from SQLite: {exc}") from exc
+                raise LoadError(f"cannot read table {table.name!r} from SQLite: "
+                                f"{source_problem(exc)}") from exc
             while skip > 0:
                 skipped = len(_fetch(cursor, min(skip, batch_size), table, decoder is not None))
                 if not skipped:

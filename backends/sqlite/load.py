@@ -8,6 +8,7 @@ value's storage class, which a row-by-row copy through typed columns could not p
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import TYPE_CHECKING
 
 from polysql.backends._common.load_files import (
@@ -16,21 +17,57 @@ from polysql.backends._common.load_files import (
     load_file_once,
     source_name,
 )
+from polysql.backends.sqlite.errors import LOCK_WAIT_SECONDS, locked_hint
 from polysql.backends.sqlite.types import list_tables, quote_ident
 from polysql.core.errors import LoadError
 from polysql.core.schema import LoadReport
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from polysql.backends.sqlite.backend import SQLiteBackend
 
 # Files SQLite keeps beside a database; stale ones must not be replayed onto a new file.
 _COMPANIONS = ("-journal", "-wal", "-shm")
 
+# Between tries while another program's write holds the source locked (the copy waits as long
+# as every other read of a source does, LOCK_WAIT_SECONDS).
+_RETRY_SECONDS = 0.05
 
-def _copy(source: SQLiteBackend, destination: sqlite3.Connection) -> dict[str, int]:
+
+class _SourceLocked(Exception):
+    """The source stayed locked by a writer for longer than LOCK_WAIT_SECONDS."""
+
+
+def _give_up_when_locked(wait: float) -> Callable[[int, int, int], None]:
+    """A backup progress callback that ends the copy once the source has been locked for
+    ``wait`` seconds in a row. Without it the backup retries for as long as the writer holds its
+    lock -- forever, for a program that keeps a write transaction open -- in C, where not even
+    Ctrl-C reaches it; being Python, the callback also lets Ctrl-C in between retries."""
+    locked_since: float | None = None
+
+    def progress(status: int, _remaining: int, _pages: int) -> None:
+        nonlocal locked_since
+        if status not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            locked_since = None
+            return
+        now = time.monotonic()
+        if locked_since is None:
+            locked_since = now
+        elif now - locked_since >= wait:
+            raise _SourceLocked
+
+    return progress
+
+
+def _copy(source: SQLiteBackend, destination: sqlite3.Connection, *,
+          lock_wait: float = LOCK_WAIT_SECONDS) -> dict[str, int]:
     with source._lock:
         try:
-            source._connection().backup(destination)
+            source._connection().backup(destination, progress=_give_up_when_locked(lock_wait),
+                                        sleep=_RETRY_SECONDS)
+        except _SourceLocked:
+            raise LoadError(f"cannot copy {source!r}: {locked_hint(lock_wait)}") from None
         except sqlite3.Error as exc:
             raise LoadError(f"cannot copy {source!r}: {exc}") from exc
     return {name: destination.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0]

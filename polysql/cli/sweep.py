@@ -265,6 +265,11 @@ def sweep_exit_code(outcome: SweepOutcome) -> int:
                       "(nothing was scored for it): once the engine answers again (the server up, "
                       "its URL and login right, room on its disk), re-run the same command to "
                       "resume", highlight=False)
+    for db_id, why in outcome.gold_failures.items():
+        console.print(f"[red]database {escape(db_id)}: its gold queries could not run:[/] "
+                      f"{escape(why)}; its questions are pending (nothing was scored for them): "
+                      "once the database can be read, re-run the same command to resume",
+                      highlight=False)
     for name, (why, count) in outcome.unavailable.items():
         console.print(f"[red]{escape(name)} gave no answers:[/] {escape(why)}; {count} prediction(s) are "
                       "pending (nothing was scored for them): start or fix the model endpoint "
@@ -279,7 +284,7 @@ def sweep_exit_code(outcome: SweepOutcome) -> int:
             console.print(f"{outcome.superseded} record(s) outside this selection (--limit, "
                           "--question) were made from inputs that have changed since; they are "
                           "pending until a run without that selection re-evaluates them")
-        elif not (outcome.dead_engines or outcome.unavailable):
+        elif not (outcome.dead_engines or outcome.unavailable or outcome.gold_failures):
             console.print(f"{outcome.pending} record(s) planned by earlier invocations of this run "
                           "folder are pending; re-run with the same predictors and engines (or "
                           "--fresh to start over)")

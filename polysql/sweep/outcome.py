@@ -33,6 +33,9 @@ class SweepOutcome:
     unavailable: dict[str, tuple[str, int]] = field(default_factory=dict)
     # database id -> why every gold query on it failed (an empty or unreadable database)
     broken_databases: dict[str, str] = field(default_factory=dict)
+    # database id -> why its gold queries could not be run at all (its copy could not be made,
+    # its engine stopped answering): its questions are pending, not judged
+    gold_failures: dict[str, str] = field(default_factory=dict)
     # work items that hit a bug in polysql: (what, traceback); their work stays pending
     internal_errors: list[tuple[str, str]] = field(default_factory=list)
     damaged_lines: int = 0  # unreadable lines dropped from results.jsonl at the start
@@ -51,6 +54,8 @@ class SweepOutcome:
     def pending_notes(self) -> list[str]:
         """Why work is pending, one sentence per cause (for the report banner)."""
         notes = [f"Engine {name} was abandoned: {why}." for name, why in self.dead_engines.items()]
+        notes += [f"The gold queries on database {db_id} could not run ({why}); its questions "
+                  "are pending." for db_id, why in self.gold_failures.items()]
         notes += [f"{name} gave no answers ({why}); {count} prediction(s) pending."
                   for name, (why, count) in self.unavailable.items()]
         if self.internal_errors:

@@ -88,6 +88,9 @@ class SweepWork:
         self._helpers: ThreadPoolExecutor | None = None  # more workers per engine, while running
         self._broken: set[str] = set()  # engines a worker failed on (its error goes up)
         self._gold_specs: dict[str, EngineSpec] = {}  # by db_id: asked for every question
+        # database id -> why its gold queries could not run (its copy could not be made, or its
+        # engine stopped answering): its questions stay pending, never judged without a gold
+        self.gold_failures: dict[str, str] = {}
 
     def run(self, pending: dict[str, list[WorkItem]]) -> None:
         need_gold = {item.question.id: item.question for items in pending.values() for item in items}
@@ -169,8 +172,19 @@ class SweepWork:
                 question = waiting.popleft()
             except IndexError:
                 return
+            if question.db_id in self.gold_failures:  # said once; the question stays pending
+                self.observer.advance()
+                continue
             spec = self._gold_spec(question)
             source = self.dataset.database_url(question.db_id)
+            # The copy first, through slot 0 whichever worker asks: failing that is the
+            # database's failure, not one worker's.
+            try:
+                with self.timings.stage("load"):
+                    self.fleet.backend(spec, question.db_id, source, 0, waiting=self.timings.idle)
+            except EngineError as exc:
+                self._gold_failed(question, str(exc))
+                continue
             try:
                 with self.timings.stage("load"):
                     backend = self.fleet.backend(spec, question.db_id, source, slot,
@@ -178,19 +192,36 @@ class SweepWork:
                     fingerprint = self.fleet.fingerprint(spec, question.db_id)
             except EngineError as exc:
                 if not slot:
-                    raise
+                    self._gold_failed(question, str(exc))
+                    continue
                 waiting.appendleft(question)  # for a worker that has a connection
                 self._fewer_workers("gold queries", str(exc))
                 return
             run = functools.partial(self.executor.execute, backend, spec, fingerprint)
             try:
                 with self.timings.stage("gold"):
-                    golds[question.id] = run_gold(question.gold_sql, question.source_dialect, run,
-                                                  deferred=True, waiting=self.timings.idle)
+                    gold = run_gold(question.gold_sql, question.source_dialect, run,
+                                    deferred=True, waiting=self.timings.idle)
             except Cancelled:
                 return
+            if gold.result.unavailable:  # the engine failed, not the gold: nothing to judge by
+                assert gold.result.error is not None
+                self._gold_failed(question, gold.result.error.message)
+                continue
+            golds[question.id] = gold
             self._gold_rerun[question.id] = run
             self.observer.advance()
+
+    def _gold_failed(self, question: Question, why: str) -> None:
+        """The gold of ``question`` could not run for a reason outside it: every question on its
+        database stays pending (no record), and the run says why once."""
+        with self._write_lock:
+            first = question.db_id not in self.gold_failures
+            self.gold_failures.setdefault(question.db_id, why)
+        if first:
+            self.observer.message(f"database {question.db_id}: gold queries cannot run ({why}); "
+                                  "its questions stay pending")
+        self.observer.advance()
 
     # -- one worker per engine ------------------------------------------------------------------
     def _engine_worker(self, spec: EngineSpec, items: list[WorkItem]) -> None:
@@ -206,8 +237,10 @@ class SweepWork:
             for item in items:
                 if not item.predictor.concurrent:
                     continue
-                if self.executor.stopping or item.question.id not in self._golds:
+                if self.executor.stopping:
                     return
+                if item.question.id not in self._golds:  # its gold could not run: pending
+                    continue
                 backend = self._backend(spec, item.question)
                 if backend is None:
                     return
@@ -378,8 +411,11 @@ class SweepWork:
         False when this engine's worker must stop (gold phase interrupted, engine gone)."""
         question = item.question
         gold = self._golds.get(question.id)
-        if gold is None:  # gold phase interrupted
-            return False
+        if gold is None:
+            if self.executor.stopping:  # the gold phase was interrupted
+                return False
+            self.observer.advance()  # its gold could not run: the item stays pending
+            return True
         source = self.dataset.database_url(question.db_id)
         backend = self._backend(spec, question, slot)
         if backend is None:

@@ -12,6 +12,12 @@ from polysql.core.model import ErrorKind
 
 DISK_FULL = "53100"
 QUERY_CANCELED = "57014"
+IO_ERROR = "58030"
+DATA_CORRUPTED = "XX001"
+INDEX_CORRUPTED = "XX002"
+# The server's storage failed under a statement: the connection stays usable, but a correct
+# prediction would have failed just the same, so these are outages, not the statement's fault.
+STORAGE_FAILURES = frozenset({DISK_FULL, IO_ERROR, DATA_CORRUPTED, INDEX_CORRUPTED})
 
 _BY_CODE: dict[str, ErrorKind] = {
     "42601": "syntax",  # syntax_error
@@ -33,6 +39,11 @@ _BY_CODE: dict[str, ErrorKind] = {
     # (temp_file_limit: 53400, the statement's own fault, below); a full disk is the machine's
     # state, which would fail a correct prediction just the same, so it is an outage.
     DISK_FULL: "unavailable",
+    # The server could not read the copy's files (a failing disk) or found them damaged (as
+    # MySQL's crashed-table errors are).
+    IO_ERROR: "unavailable",
+    DATA_CORRUPTED: "unavailable",
+    INDEX_CORRUPTED: "unavailable",
 }
 
 _BY_CLASS: dict[str, ErrorKind] = {
@@ -70,9 +81,11 @@ def classify(exc: BaseException) -> tuple[ErrorKind, str | None]:
 
 def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` says the server or the connection is gone (shut down, crashed, the
-    socket closed), rather than that the statement failed. A full disk is an outage for
-    evaluated SQL but leaves the connection usable, and a load names it as what it is."""
-    return classify(exc)[0] == "unavailable" and getattr(exc, "sqlstate", None) != DISK_FULL
+    socket closed), rather than that the statement failed. A full disk or damaged storage is
+    an outage for evaluated SQL but leaves the connection usable, and a load names it as what
+    it is."""
+    return (classify(exc)[0] == "unavailable"
+            and getattr(exc, "sqlstate", None) not in STORAGE_FAILURES)
 
 
 def message_of(exc: BaseException) -> str:

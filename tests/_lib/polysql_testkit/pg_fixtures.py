@@ -122,6 +122,26 @@ def full_temp_tablespace(url: URL) -> Iterator[str]:
                 admin.execute(sql.SQL("DROP TABLESPACE {}").format(sql.Identifier(name)))
 
 
+def damage_empty_table(url: URL, database: str, table: str) -> None:
+    """Write a page of garbage into the data file of ``database``'s empty ``table``, as a failing
+    disk would: reading it then fails with SQLSTATE XX001, "invalid page in block 0". The table
+    must be empty, so that none of its pages sits in the server's buffers. Skips unless the
+    server's data folder is on this machine and this test may write to it."""
+    with admin_connection(url, database) as admin:
+        row = admin.execute(
+            "SELECT current_setting('data_directory'), pg_relation_filepath(c.oid) "
+            "FROM pg_class AS c WHERE c.relname = %s AND c.relkind = 'r'", (table,)).fetchone()
+    assert row is not None, f"no table {table!r} in {database!r}"
+    path = Path(row[0]) / row[1]
+    try:
+        with path.open("r+b") as data_file:
+            assert data_file.read(1) == b"", f"{table!r} is not empty"
+            data_file.write(b"\xff" * 8192)
+    except OSError as exc:
+        pytest.skip(f"cannot write the PostgreSQL server's data file {str(path)!r} from this "
+                    f"test ({exc}): its storage cannot be damaged from here")
+
+
 def spill_to(url: URL, database: str, tablespace: str) -> None:
     """Send ``database``'s temporary files to ``tablespace``, and make its sorts spill early."""
     with admin_connection(url, "postgres") as admin:

@@ -34,7 +34,7 @@ from polysql.normalizers.families import is_float32_type
 from polysql.normalizers.hashing import HashScheme, hash_columns
 from polysql.normalizers.identical import identical_rows
 from polysql.normalizers.ordering import OrderInfo, infer_order, widen_limit
-from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy
+from polysql.normalizers.policy import DEFAULT_POLICY, ComparePolicy, preset_options
 from polysql.normalizers.rows import (
     RowOutcome,
     Side,
@@ -70,9 +70,13 @@ class RowOrder:
         return self.source == "set_semantics"
 
 
-def resolve_policy(policy: ComparePolicy | None, options: dict[str, Any]) -> ComparePolicy:
-    """The policy for one call: ``policy`` (or the defaults) with ``options`` applied."""
-    base = policy if policy is not None else DEFAULT_POLICY
+def resolve_policy(policy: ComparePolicy | str | None, options: dict[str, Any]) -> ComparePolicy:
+    """The policy for one call: ``policy`` (a ComparePolicy, the name of a preset such as
+    ``"bird"``, or None for the defaults) with ``options`` applied."""
+    if isinstance(policy, str):
+        base = DEFAULT_POLICY.with_options(**preset_options(policy))
+    else:
+        base = policy if policy is not None else DEFAULT_POLICY
     return base.with_options(**options) if options else base
 
 
@@ -83,7 +87,7 @@ GOLD_DIALECT = "sqlite"
 
 def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, gold_widened: Result | None = None,
-            dialect: str = GOLD_DIALECT, policy: ComparePolicy | None = None,
+            dialect: str = GOLD_DIALECT, policy: ComparePolicy | str | None = None,
             hidden_columns: int = 0, **options: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold``.
 

@@ -168,6 +168,27 @@ def option_names() -> list[str]:
 
 DEFAULT_POLICY = ComparePolicy()
 
+#: Named sets of options that reproduce another evaluator's verdicts (``--policy bird``,
+#: ``polysql.compare(..., policy="bird")``); options given beside a preset override it.
+PRESETS: dict[str, dict[str, Any]] = {
+    # BIRD's evaluation script: set(predicted) == set(gold) on the fetched tuples -- columns by
+    # position, values by Python's == (1 == 1.0, '1' != 1, 0.1 + 0.2 != 0.3), text as it is,
+    # and no allowance for the rows a LIMIT keeps among ties, NULLs or another collation.
+    "bird": {"set_semantics": True, "align_by_name": False, "align_by_value": False,
+             "numeric_tolerance": False, "numeric_strings": False, "trim_trailing_spaces": False,
+             "temporal_text": False, "ties_at_limit": False, "null_order": "strict",
+             "text_order": "strict"},
+}
+
+
+def preset_options(name: str) -> dict[str, Any]:
+    """The options of the preset called ``name``; ComparisonError names the presets there are."""
+    options = PRESETS.get(name)
+    if options is None:
+        raise ComparisonError(f"unknown comparison policy preset {name!r}; the presets are: "
+                              f"{', '.join(sorted(PRESETS))}")
+    return dict(options)
+
 
 def changed_options(recorded: Any) -> dict[str, Any]:
     """The options of a policy as a run records it (run.json's or a bundle's ``settings.policy``)
@@ -181,5 +202,10 @@ def changed_options(recorded: Any) -> dict[str, Any]:
 
 
 def options_text(options: dict[str, Any]) -> str:
-    """``options`` as they are typed after ``--policy``: ``set_semantics=true, rel_tol=0.01``."""
-    return ", ".join(f"{name}={json.dumps(value)}" for name, value in options.items())
+    """``options`` as they are typed after ``--policy``: ``set_semantics=true, rel_tol=0.01``,
+    led by the name of the preset they are exactly, if any: ``bird (set_semantics=true, ...)``."""
+    text = ", ".join(f"{name}={json.dumps(value)}" for name, value in options.items())
+    for name, preset in PRESETS.items():
+        if options and options == preset:
+            return f"{name} ({text})"
+    return text

@@ -136,3 +136,20 @@ def test_set_semantics_and_a_policy_refused_before_any_query_runs(shop: str,
         code, output = compare(missing, "SELECT 1", "SELECT 1", *extra)
         assert code == 2, output
         assert "set_semantic" in output and "does not exist" not in output
+
+
+def test_the_bird_preset_judges_as_bird_does(shop: str) -> None:
+    """``--policy bird`` stands for the options that give BIRD's verdicts: an extra column or a
+    number written as text is not the answer there, duplicates do not count; options after it
+    override it; a word that names no preset is refused with the presets there are."""
+    gold = "SELECT customer FROM orders"
+    with_id = "SELECT id, customer FROM orders"
+    assert compare(shop, gold, with_id)[0] == 0
+    code, output = compare(shop, gold, with_id, "--policy", "bird")
+    assert code == EXIT_MISMATCH, output
+    assert compare(shop, gold, with_id, "--policy", "bird", "--policy", "align_by_name=true")[0] == 0
+    assert compare(shop, gold, "SELECT DISTINCT customer FROM orders", "--policy", "bird")[0] == 0
+    assert compare(shop, "SELECT 1", "SELECT '1'")[0] == 0
+    assert compare(shop, "SELECT 1", "SELECT '1'", "--policy", "bird")[0] == EXIT_MISMATCH
+    code, output = compare(shop, gold, gold, "--policy", "spider")
+    assert code == 2 and "KEY=VALUE or a preset (bird)" in output, output

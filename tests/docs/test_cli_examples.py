@@ -385,14 +385,10 @@ RUN: dict[tuple[str, str], Run | tuple[Run, ...]] = {
         Run(needs=("path/to/bird/dev", "bird_preds.jsonl"), expect=("mymodel", "2/2"),
             check=engines_recorded("runs/bird", "sqlite", "duckdb")),
     ("docs/comparison.md", "polysql sweep --dataset bird:path/to/bird/dev --predictor "
-                           "mymodel=bird_preds.jsonl --policy set_semantics=true --policy "
-                           "align_by_name=false --policy align_by_value=false --policy "
-                           "numeric_tolerance=false --policy numeric_strings=false --policy "
-                           "trim_trailing_spaces=false --policy temporal_text=false --policy "
-                           "ties_at_limit=false --policy null_order=strict --policy "
-                           "text_order=strict"):
+                           "mymodel=bird_preds.jsonl --policy bird"):
         Run(needs=("path/to/bird/dev", "bird_preds.jsonl"),
-            expect=("mymodel", "2/2", "Comparison policy changed")),
+            expect=("mymodel", "2/2", "Comparison policy changed from the contract's "
+                                      "defaults: bird (")),
     ("README.md", "polysql sweep --engines sqlite,duckdb,postgres,mysql"): SERVERS_SWEEP,
     ("README.md", "polysql sweep --engines pg=postgresql://admin:pw@db.example:5432/,"
                   "my=mysql://root:pw@db.example:3306/"):

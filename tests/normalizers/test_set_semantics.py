@@ -22,6 +22,7 @@ from polysql.core.columnar import ArrowRows
 from polysql.core.errors import ComparisonError
 from polysql.core.model import Result, Verdict
 from polysql.normalizers.gold import judge, run_gold
+from polysql.normalizers.policy import preset_options
 from polysql.normalizers.values import FloatKeys
 
 SETUP = [
@@ -125,11 +126,8 @@ def test_columns_still_align_by_value(lite: Backend, duck: Backend) -> None:
 
 # -- BIRD's own comparison ----------------------------------------------------------------------
 
-#: the options docs/comparison.md gives for BIRD's verdicts (Python's == on fetched tuples)
-BIRD_OPTIONS = {"set_semantics": True, "align_by_name": False, "align_by_value": False,
-                "numeric_tolerance": False, "numeric_strings": False,
-                "trim_trailing_spaces": False, "temporal_text": False,
-                "ties_at_limit": False, "null_order": "strict", "text_order": "strict"}
+#: the preset for BIRD's verdicts (Python's == on fetched tuples): ``--policy bird``
+BIRD_OPTIONS = preset_options("bird")
 
 
 def test_the_bird_options_agree_with_bird_on_generated_results(lite: Backend,
@@ -171,6 +169,19 @@ def test_the_bird_options_agree_with_bird_on_generated_results(lite: Backend,
     assert not judged(lite, tied_sql, lite, other_tied, **BIRD_OPTIONS).match
     nulls_sql = "SELECT id FROM visits ORDER BY score LIMIT 2"
     assert not judged(lite, nulls_sql, duck, nulls_sql, **BIRD_OPTIONS).match
+
+
+def test_the_bird_preset_by_name(lite: Backend) -> None:
+    """``policy="bird"`` is the preset's options, and options given beside it override them."""
+    gold = lite.execute("SELECT city FROM visits")
+    extra = lite.execute("SELECT id, city FROM visits")  # an extra column: not BIRD's answer
+    assert polysql.compare(gold, extra).match
+    assert not polysql.compare(gold, extra, policy="bird").match
+    assert polysql.compare(gold, extra, policy="bird", align_by_name=True).match
+    same = polysql.compare(gold, lite.execute("SELECT DISTINCT city FROM visits"), policy="bird")
+    assert same.match and same.reason == "same 3 distinct rows as sets"
+    with pytest.raises(ComparisonError, match="unknown comparison policy preset 'spider'.*bird"):
+        polysql.compare(gold, extra, policy="spider")
 
 
 # -- the engine conventions still apply ---------------------------------------------------------

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from polysql.cli.main import main
 from polysql.core.store import ResultsStore
 from polysql.datasets.registry import get_dataset
+from polysql.normalizers.policy import preset_options
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
@@ -89,3 +90,25 @@ def test_every_row_twice_matches_only_as_sets(tmp_path: Path) -> None:
     assert alone.exit_code == 0, alone.output
     assert ("Comparison policy changed from the contract's defaults in every run: "
             "set_semantics=true") in " ".join(alone.output.split())
+
+
+def test_the_bird_preset_in_a_sweep(tmp_path: Path) -> None:
+    """``--policy bird`` judges as BIRD's script (every row twice is the same set), names the
+    preset where it says the policy changed, and resumes under the same options spelled out."""
+    question_id, gold_sql = plain_question()
+    predictions = tmp_path / "twice.jsonl"
+    predictions.write_text(json.dumps({"question_id": question_id,
+                                       "sql": f"{gold_sql} UNION ALL {gold_sql}"}) + "\n",
+                           encoding="utf-8")
+    run = tmp_path / "run"
+    code, output = sweep(run, predictions, "bird")
+    assert code == 0, output
+    records = list(ResultsStore(run).records())
+    assert {r["engine"]: r["status"] for r in records} == {"sqlite": "match", "duckdb": "match"}
+    said = " ".join(output.split())
+    assert "Comparison policy changed from the contract's defaults: bird (" in said, said
+    assert "set_semantics=true" in said
+    spelled = [f"{key}={json.dumps(value)}" for key, value in preset_options("bird").items()]
+    code, output = sweep(run, predictions, *spelled)
+    assert code == 0, output
+    assert "0 new records, 2 resumed" in output

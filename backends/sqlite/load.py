@@ -7,9 +7,11 @@ value's storage class, which a row-by-row copy through typed columns could not p
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from polysql.backends._common.load_files import (
     atomic_build,
@@ -23,15 +25,17 @@ from polysql.core.errors import LoadError
 from polysql.core.schema import LoadReport
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from polysql.backends.sqlite.backend import SQLiteBackend
 
 # Files SQLite keeps beside a database; stale ones must not be replayed onto a new file.
 _COMPANIONS = ("-journal", "-wal", "-shm")
 
-# Between tries while another program's write holds the source locked (the copy waits as long
-# as every other read of a source does, LOCK_WAIT_SECONDS).
+# While another program's write holds the source locked, each backup step waits this long in
+# SQLite's busy handler (in C, out of Ctrl-C's reach) before the progress callback below decides
+# whether to go on; between steps the backup sleeps _RETRY_SECONDS.
+_STEP_WAIT_MS = 250
 _RETRY_SECONDS = 0.05
 
 
@@ -43,18 +47,15 @@ def _give_up_when_locked(wait: float) -> Callable[[int, int, int], None]:
     """A backup progress callback that ends the copy once the source has been locked for
     ``wait`` seconds in a row. Without it the backup retries for as long as the writer holds its
     lock -- forever, for a program that keeps a write transaction open -- in C, where not even
-    Ctrl-C reaches it; being Python, the callback also lets Ctrl-C in between retries."""
-    locked_since: float | None = None
+    Ctrl-C reaches it; being Python, the callback also lets Ctrl-C in between steps."""
+    waiting_since = time.monotonic()  # a step's wait in the busy handler counts too
 
     def progress(status: int, _remaining: int, _pages: int) -> None:
-        nonlocal locked_since
-        if status not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            locked_since = None
-            return
+        nonlocal waiting_since
         now = time.monotonic()
-        if locked_since is None:
-            locked_since = now
-        elif now - locked_since >= wait:
+        if status not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            waiting_since = now
+        elif now - waiting_since >= wait:
             raise _SourceLocked
 
     return progress
@@ -62,16 +63,35 @@ def _give_up_when_locked(wait: float) -> Callable[[int, int, int], None]:
 
 def _copy(source: SQLiteBackend, destination: sqlite3.Connection, *,
           lock_wait: float = LOCK_WAIT_SECONDS) -> dict[str, int]:
-    with source._lock:
+    with source._lock, _backup_reader(source) as conn:
         try:
-            source._connection().backup(destination, progress=_give_up_when_locked(lock_wait),
-                                        sleep=_RETRY_SECONDS)
+            conn.backup(destination, progress=_give_up_when_locked(lock_wait),
+                        sleep=_RETRY_SECONDS)
         except _SourceLocked:
             raise LoadError(f"cannot copy {source!r}: {locked_hint(lock_wait)}") from None
         except sqlite3.Error as exc:
             raise LoadError(f"cannot copy {source!r}: {exc}") from exc
     return {name: destination.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0]
             for name in list_tables(destination)}
+
+
+@contextlib.contextmanager
+def _backup_reader(source: SQLiteBackend) -> Iterator[sqlite3.Connection]:
+    """A connection the backup reads ``source`` through: for a file, one of its own whose busy
+    handler waits only _STEP_WAIT_MS per step (the source's own connection waits the whole
+    LOCK_WAIT_SECONDS, and its authorizer refuses the PRAGMA that would shorten it)."""
+    if source.path is None:  # in memory: only this process's connections, never locked
+        yield source._connection()
+        return
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(source.path))}?mode=ro", uri=True,
+                               timeout=_STEP_WAIT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise LoadError(f"cannot copy {source!r}: {exc}") from exc
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def load_into_sqlite(target: SQLiteBackend, source: SQLiteBackend, *, fingerprint: str | None,

@@ -34,7 +34,7 @@ from sqlalchemy.engine import URL
 from polysql.backends.base import Backend, SetupScript
 from polysql.core import paths
 from polysql.core.digest import content_digest
-from polysql.core.errors import EngineUnavailableError
+from polysql.core.errors import EngineError, EngineUnavailableError
 from polysql.core.schema import LoadReport, Table
 from polysql.engines.loading import load
 from polysql.engines.registry import alias_url, backend_class, parse_url
@@ -213,6 +213,16 @@ def open_copy(engine: str | URL, *, dataset: str, db_id: str, source: Source,
                       **options).open(**options)
 
 
+def _again(failure: EngineError) -> EngineError:
+    """The same failure, raised anew for another thread (the first one's traceback is its own)."""
+    try:
+        again = type(failure)(*failure.args)
+    except TypeError:  # a subclass that takes other arguments
+        again = EngineError(str(failure))
+    again.__cause__ = failure.__cause__
+    return again
+
+
 # A copy kept open by EvaluationCopies: (name the task knows the engine by, dataset, db_id).
 _Key = tuple[str, str, str]
 
@@ -237,6 +247,10 @@ class EvaluationCopies:
         self._more: dict[tuple[_Key, int], EvaluationCopy] = {}
         self._locks: dict[_Key, threading.Lock] = {}
         self._guard = threading.Lock()
+        # per copy: how many tries at building or opening it have ended, and the last one's
+        # failure
+        self._tries: dict[_Key, int] = {}
+        self._failures: dict[_Key, EngineError] = {}
         #: what building each copy did, kept after it is closed
         self.reports: dict[_Key, LoadReport] = {}
 
@@ -261,15 +275,29 @@ class EvaluationCopies:
         wait nowhere: the build counts in the thread doing it)."""
         key = self.key(engine, dataset, db_id, name)
         lock = self._lock_for(key)
+        tried_before = self._tries.get(key, 0)
         if not lock.acquire(blocking=False):
             with waiting():
                 lock.acquire()
         try:
             first = self._open.get(key)
             if first is None:
-                first = open_copy(engine, dataset=dataset, db_id=db_id,
-                                  source=source() if callable(source) else source,
-                                  cache_dir=self.cache_dir, **self.options)
+                failure = self._failures.get(key)
+                if failure is not None and self._tries.get(key, 0) > tried_before:
+                    # it failed while this thread waited for it: trying again at once would
+                    # only repeat the wait (a source locked by a writer holds each try for
+                    # seconds) before failing the same way
+                    raise _again(failure)
+                try:
+                    first = open_copy(engine, dataset=dataset, db_id=db_id,
+                                      source=source() if callable(source) else source,
+                                      cache_dir=self.cache_dir, **self.options)
+                except EngineError as exc:
+                    self._failures[key] = exc
+                    raise
+                finally:
+                    self._tries[key] = self._tries.get(key, 0) + 1
+                self._failures.pop(key, None)
                 with self._guard:
                     self._open[key] = first
                     self.reports[key] = first.report

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from polysql.backends.base import SetupScript
-from polysql.core.errors import ConfigError, LoadError
+from polysql.core.errors import ConfigError, EngineError, LoadError
 from polysql.engines.copies import (
     EvaluationCopies,
     build_copy,
@@ -159,6 +159,50 @@ def test_only_a_worker_that_finds_the_copy_being_built_waits(source: str, tmp_pa
     copies.get("duckdb", dataset="ds", db_id="db1", source=find_source, slot=1,
                waiting=waiting_as("later"))
     assert waited == ["second"]
+    copies.close()
+
+
+def test_a_build_that_fails_is_not_repeated_by_the_workers_that_waited_for_it(
+        tmp_path: Path) -> None:
+    """Workers that waited for a copy whose build failed get that failure at once, instead of
+    each trying (and waiting: a source locked by a writer holds a try for seconds) in turn; a
+    worker asking later tries again."""
+    copies = EvaluationCopies(tmp_path)
+    building, second_waits = threading.Event(), threading.Event()
+    asked: list[str] = []
+    missing = f"sqlite:///{tmp_path / 'missing.sqlite'}"
+
+    def find_source() -> str:
+        asked.append("source")
+        building.set()
+        assert second_waits.wait(timeout=30)
+        return missing
+
+    @contextmanager
+    def waiting() -> Iterator[None]:
+        second_waits.set()
+        yield
+
+    failures: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            copies.get("duckdb", dataset="ds", db_id="db1", source=find_source)
+        except EngineError as exc:
+            failures.append(exc)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    assert building.wait(timeout=30)
+    with pytest.raises(EngineError, match="does not exist") as second:
+        copies.get("duckdb", dataset="ds", db_id="db1", source=find_source, slot=1,
+                   waiting=waiting)
+    builder.join()
+    assert asked == ["source"]  # one try, shared by both
+    assert len(failures) == 1 and type(second.value) is type(failures[0])
+    with pytest.raises(EngineError, match="does not exist"):
+        copies.get("duckdb", dataset="ds", db_id="db1", source=find_source)
+    assert asked == ["source", "source"]
     copies.close()
 
 

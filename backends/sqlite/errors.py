@@ -57,4 +57,6 @@ def source_problem(exc: sqlite3.Error) -> str:
     message = str(exc)
     if "database is locked" in message:
         return locked_hint(LOCK_WAIT_SECONDS)
+    if "malformed" in message:
+        return f"{message}: the file is damaged (truncated or overwritten); restore it from its source"
     return message

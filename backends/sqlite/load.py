@@ -19,7 +19,7 @@ from polysql.backends._common.load_files import (
     load_file_once,
     source_name,
 )
-from polysql.backends.sqlite.errors import LOCK_WAIT_SECONDS, locked_hint
+from polysql.backends.sqlite.errors import LOCK_WAIT_SECONDS, locked_hint, source_problem
 from polysql.backends.sqlite.types import list_tables, quote_ident
 from polysql.core.errors import LoadError
 from polysql.core.schema import LoadReport
@@ -70,7 +70,7 @@ def _copy(source: SQLiteBackend, destination: sqlite3.Connection, *,
         except _SourceLocked:
             raise LoadError(f"cannot copy {source!r}: {locked_hint(lock_wait)}") from None
         except sqlite3.Error as exc:
-            raise LoadError(f"cannot copy {source!r}: {exc}") from exc
+            raise LoadError(f"cannot copy {source!r}: {source_problem(exc)}") from exc
     return {name: destination.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0]
             for name in list_tables(destination)}
 

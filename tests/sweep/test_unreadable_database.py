@@ -1,11 +1,13 @@
-"""A dataset database another program is writing to (it holds SQLite's write lock): reading it
-waits a few seconds, then fails with what to do; a sweep leaves that database's questions pending
-(never judged without a gold, never recorded as invalid gold) and scores the rest, and a re-run
-once the lock is gone finishes the run."""
+"""A dataset database that cannot be read: another program is writing to it (it holds SQLite's
+write lock), or the file is damaged. Reading it fails with what to do (a locked one after a few
+seconds); a sweep leaves that database's questions pending (never judged without a gold, never
+recorded as invalid gold) and scores the rest, and a re-run once the database can be read
+finishes the run."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,29 @@ def test_a_sweep_leaves_a_locked_database_pending_and_scores_the_rest(tmp_path: 
     assert code == 0, output
     finished = _records(run)
     assert len(finished) == 8 and all(r["status"] == "match" for r in finished), finished
+
+
+def test_a_damaged_database_is_named_and_its_questions_stay_pending(tmp_path: Path) -> None:
+    root = make_bird(tmp_path / "bird")
+    damaged = root / "dev_databases" / "zoo" / "zoo.sqlite"
+    whole = damaged.read_bytes()
+    # the second page cut off: the schema on page 1 names a table whose pages are gone
+    with sqlite3.connect(damaged) as conn:
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    damaged.write_bytes(whole[:page])
+    run = tmp_path / "run"
+    args = ("--dataset", f"bird:{root}", "--engines", "sqlite", "--predictor", "gold",
+            "--out", str(run))
+    code, output = run_sweep(*args)
+    said = " ".join(output.split())
+    assert code == EXIT_INCOMPLETE, output
+    assert "database zoo" in said and "the file is damaged" in said, said
+    written = _records(run)
+    assert sorted(r["question_id"] for r in written) == ["0", "1"], written
+    assert all(r["status"] == "match" for r in written), written
+
+    damaged.write_bytes(whole)  # restored: the pending work runs
+    code, output = run_sweep(*args)
+    assert code == 0, output
+    assert len(_records(run)) == 4

@@ -33,6 +33,16 @@ def plain_question() -> tuple[str, str]:
     raise AssertionError("the demo dataset has no plain SELECT gold")
 
 
+def every_row_twice(folder: Path) -> Path:
+    """A predictions file answering :func:`plain_question` with each of the gold's rows twice."""
+    question_id, gold_sql = plain_question()
+    predictions = folder / "twice.jsonl"
+    predictions.write_text(json.dumps({"question_id": question_id,
+                                       "sql": f"{gold_sql} UNION ALL {gold_sql}"}) + "\n",
+                           encoding="utf-8")
+    return predictions
+
+
 def sweep(run: Path, predictions: Path, *policy: str) -> tuple[int, str]:
     args = ["sweep", "--dataset", "demo", "--engines", "sqlite,duckdb", "--question",
             plain_question()[0], "--predictor", f"twice={predictions}", "--out", str(run)]
@@ -43,11 +53,7 @@ def sweep(run: Path, predictions: Path, *policy: str) -> tuple[int, str]:
 
 
 def test_every_row_twice_matches_only_as_sets(tmp_path: Path) -> None:
-    question_id, gold_sql = plain_question()
-    predictions = tmp_path / "twice.jsonl"
-    predictions.write_text(json.dumps({"question_id": question_id,
-                                       "sql": f"{gold_sql} UNION ALL {gold_sql}"}) + "\n",
-                           encoding="utf-8")
+    predictions = every_row_twice(tmp_path)
     run = tmp_path / "run"
 
     code, output = sweep(run, predictions, "set_semantics=true")
@@ -95,11 +101,7 @@ def test_every_row_twice_matches_only_as_sets(tmp_path: Path) -> None:
 def test_the_bird_preset_in_a_sweep(tmp_path: Path) -> None:
     """``--policy bird`` judges as BIRD's script (every row twice is the same set), names the
     preset where it says the policy changed, and resumes under the same options spelled out."""
-    question_id, gold_sql = plain_question()
-    predictions = tmp_path / "twice.jsonl"
-    predictions.write_text(json.dumps({"question_id": question_id,
-                                       "sql": f"{gold_sql} UNION ALL {gold_sql}"}) + "\n",
-                           encoding="utf-8")
+    predictions = every_row_twice(tmp_path)
     run = tmp_path / "run"
     code, output = sweep(run, predictions, "bird")
     assert code == 0, output

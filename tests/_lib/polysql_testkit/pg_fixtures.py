@@ -122,6 +122,21 @@ def full_temp_tablespace(url: URL) -> Iterator[str]:
                 admin.execute(sql.SQL("DROP TABLESPACE {}").format(sql.Identifier(name)))
 
 
+@contextmanager
+def evaluation_copy(url: URL, source: Path, prefix: str) -> Iterator[tuple[str, str]]:
+    """The SQLite file ``source`` loaded into a new database as ``polysql load`` loads one (so
+    the CLI evaluates on it with its usual reader): its URL and name; dropped afterwards."""
+    database = unique(prefix)
+    target_url = url.set(database=database).render_as_string(hide_password=False)
+    try:
+        with connect(f"sqlite:///{source}") as reader, \
+                connect(target_url, read_only=False) as writer:
+            writer.load(reader)
+        yield target_url, database
+    finally:
+        drop_evaluation_database(url, database)
+
+
 def damage_empty_table(url: URL, database: str, table: str) -> None:
     """Write a page of garbage into the data file of ``database``'s empty ``table``, as a failing
     disk would: reading it then fails with SQLSTATE XX001, "invalid page in block 0". The table

@@ -15,7 +15,6 @@ import pytest
 from polysql_testkit import pg_fixtures
 from sqlalchemy.engine import URL
 
-from polysql.backends.postgres.setup import drop_evaluation_database
 from polysql.engines.registry import connect
 
 pytestmark = pytest.mark.postgres
@@ -31,16 +30,9 @@ def damaged_url(admin_url: URL, make_sqlite: fx.SqliteBuilder) -> Iterator[str]:
     source = make_sqlite("damaged", "CREATE TABLE item (id INTEGER PRIMARY KEY);"
                                     "INSERT INTO item VALUES (1), (2);"
                                     "CREATE TABLE blank (id INTEGER);")
-    database = fx.unique("polysql_damaged")
-    target_url = admin_url.set(database=database).render_as_string(hide_password=False)
-    try:
-        with connect(f"sqlite:///{source}") as reader, \
-                connect(target_url, read_only=False) as writer:
-            writer.load(reader)
+    with fx.evaluation_copy(admin_url, source, "polysql_damaged") as (target_url, database):
         fx.damage_empty_table(admin_url, database, "blank")
         yield target_url
-    finally:
-        drop_evaluation_database(admin_url, database)
 
 
 def test_a_damaged_page_is_an_outage_and_the_connection_goes_on(damaged_url: str) -> None:

@@ -17,7 +17,6 @@ import pytest
 from polysql_testkit import pg_fixtures
 from sqlalchemy.engine import URL
 
-from polysql.backends.postgres.setup import drop_evaluation_database
 from polysql.engines.registry import connect
 
 pytestmark = pytest.mark.postgres
@@ -32,19 +31,12 @@ def full_disk_url(admin_url: URL, make_sqlite: fx.SqliteBuilder) -> Iterator[str
     with its usual reader) whose temporary files have no room; dropped afterwards."""
     source = make_sqlite("disk_full", "CREATE TABLE item (id INTEGER PRIMARY KEY);"
                                       "INSERT INTO item VALUES (1), (2);")
-    database = fx.unique("polysql_disk_full")
-    target_url = admin_url.set(database=database).render_as_string(hide_password=False)
-    try:
-        with connect(f"sqlite:///{source}") as reader, \
-                connect(target_url, read_only=False) as writer:
-            writer.load(reader)
-        with fx.full_temp_tablespace(admin_url) as tablespace:
-            fx.spill_to(admin_url, database, tablespace)
-            yield target_url
-            with fx.admin_connection(admin_url, "postgres") as admin:
-                admin.execute(f'ALTER DATABASE "{database}" RESET ALL')
-    finally:
-        drop_evaluation_database(admin_url, database)
+    with fx.evaluation_copy(admin_url, source, "polysql_disk_full") as (target_url, database), \
+            fx.full_temp_tablespace(admin_url) as tablespace:
+        fx.spill_to(admin_url, database, tablespace)
+        yield target_url
+        with fx.admin_connection(admin_url, "postgres") as admin:
+            admin.execute(f'ALTER DATABASE "{database}" RESET ALL')
 
 
 def test_a_statement_the_full_disk_stops_is_an_outage(full_disk_url: str) -> None:

@@ -295,6 +295,9 @@ class EvaluationCopies:
                 except EngineError as exc:
                     self._failures[key] = exc
                     raise
+                except BaseException:  # not the copy's failure (Ctrl-C, a bug): not shared
+                    self._failures.pop(key, None)
+                    raise
                 finally:
                     self._tries[key] = self._tries.get(key, 0) + 1
                 self._failures.pop(key, None)

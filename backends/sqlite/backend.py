@@ -9,6 +9,7 @@ statement once its deadline has passed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sqlite3
 import threading
@@ -25,7 +26,7 @@ from polysql.backends._common.interruptible import interruptibly
 from polysql.backends._common.statement_text import refuse_text
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend, EngineInfo
 from polysql.backends.sqlite import INFO, introspect_arrow
-from polysql.backends.sqlite.connect import database_path, open_connection
+from polysql.backends.sqlite.connect import database_path, open_backup_reader, open_connection
 from polysql.backends.sqlite.errors import source_problem
 from polysql.backends.sqlite.execute import run_statement
 from polysql.backends.sqlite.introspect import fingerprint, introspect
@@ -169,6 +170,20 @@ class SQLiteBackend(Backend):
         if self._coercions is None:
             self.tables()
         return list(self._coercions or [])
+
+    @contextlib.contextmanager
+    def backup_reader(self) -> Iterator[sqlite3.Connection]:
+        """The connection a verbatim copy of this database (SQLite's backup API) reads it
+        through; the caller holds the lock. A file gets one of its own for the copy
+        (:func:`open_backup_reader`); an in-memory database, its one connection."""
+        if self.path is None:
+            yield self._connection()
+            return
+        conn = open_backup_reader(self.path)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     def views(self) -> list[tuple[str, str]]:
         """(name, CREATE VIEW text) of every view, in creation order."""

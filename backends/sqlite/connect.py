@@ -71,6 +71,24 @@ def open_connection(path: Path | None, *, read_only: bool) -> sqlite3.Connection
     return conn
 
 
+# While another program's write holds a source locked, each step of a backup waits this long in
+# SQLite's busy handler (in C, out of Ctrl-C's reach) before the copy's progress callback decides
+# whether to go on (see load._copy).
+BACKUP_STEP_WAIT_SECONDS = 0.25
+
+
+def open_backup_reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection for SQLite's backup API to copy ``path`` through: no authorizer
+    (the backup reads pages, not SQL) and a busy handler that waits only
+    BACKUP_STEP_WAIT_SECONDS per step, where an evaluation connection waits LOCK_WAIT_SECONDS
+    (and its authorizer refuses the PRAGMA that would shorten that)."""
+    try:
+        return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True,
+                               timeout=BACKUP_STEP_WAIT_SECONDS)
+    except sqlite3.Error as exc:
+        raise EngineUnavailableError(f"cannot open SQLite database {str(path)!r}: {exc}") from exc
+
+
 def read_arrow(path: Path, sql: str, *, batch_rows: int = 65_536) -> pa.Table:
     """The answer to ``sql`` on the SQLite file at ``path`` (opened read-only), read straight into
     Arrow by ADBC's SQLite driver, which types each column from its first ``batch_rows`` rows.

@@ -7,11 +7,9 @@ value's storage class, which a row-by-row copy through typed columns could not p
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import time
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from polysql.backends._common.load_files import (
     atomic_build,
@@ -25,17 +23,15 @@ from polysql.core.errors import LoadError
 from polysql.core.schema import LoadReport
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from polysql.backends.sqlite.backend import SQLiteBackend
 
 # Files SQLite keeps beside a database; stale ones must not be replayed onto a new file.
 _COMPANIONS = ("-journal", "-wal", "-shm")
 
-# While another program's write holds the source locked, each backup step waits this long in
-# SQLite's busy handler (in C, out of Ctrl-C's reach) before the progress callback below decides
-# whether to go on; between steps the backup sleeps _RETRY_SECONDS.
-_STEP_WAIT_MS = 250
+# Between the steps of a backup while another program's write holds the source locked (each
+# step itself waits BACKUP_STEP_WAIT_SECONDS in SQLite's busy handler).
 _RETRY_SECONDS = 0.05
 
 
@@ -63,7 +59,7 @@ def _give_up_when_locked(wait: float) -> Callable[[int, int, int], None]:
 
 def _copy(source: SQLiteBackend, destination: sqlite3.Connection, *,
           lock_wait: float = LOCK_WAIT_SECONDS) -> dict[str, int]:
-    with source._lock, _backup_reader(source) as conn:
+    with source._lock, source.backup_reader() as conn:
         try:
             conn.backup(destination, progress=_give_up_when_locked(lock_wait),
                         sleep=_RETRY_SECONDS)
@@ -73,25 +69,6 @@ def _copy(source: SQLiteBackend, destination: sqlite3.Connection, *,
             raise LoadError(f"cannot copy {source!r}: {source_problem(exc)}") from exc
     return {name: destination.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0]
             for name in list_tables(destination)}
-
-
-@contextlib.contextmanager
-def _backup_reader(source: SQLiteBackend) -> Iterator[sqlite3.Connection]:
-    """A connection the backup reads ``source`` through: for a file, one of its own whose busy
-    handler waits only _STEP_WAIT_MS per step (the source's own connection waits the whole
-    LOCK_WAIT_SECONDS, and its authorizer refuses the PRAGMA that would shorten it)."""
-    if source.path is None:  # in memory: only this process's connections, never locked
-        yield source._connection()
-        return
-    try:
-        conn = sqlite3.connect(f"file:{quote(str(source.path))}?mode=ro", uri=True,
-                               timeout=_STEP_WAIT_MS / 1000)
-    except sqlite3.Error as exc:
-        raise LoadError(f"cannot copy {source!r}: {exc}") from exc
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def load_into_sqlite(target: SQLiteBackend, source: SQLiteBackend, *, fingerprint: str | None,

@@ -238,8 +238,10 @@ class FailingSource(SQLiteBackend):
             yield batch
             raise SourceVanished("the source vanished mid-copy")
 
-    def _connection(self) -> Any:
-        return _BrokenBackup(super()._connection())
+    @contextlib.contextmanager
+    def backup_reader(self) -> Iterator[Any]:
+        with super().backup_reader() as conn:
+            yield _BrokenBackup(conn)
 
 
 def _vanished(exc: BaseException) -> bool:

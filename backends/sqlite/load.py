@@ -57,14 +57,13 @@ def _give_up_when_locked(wait: float) -> Callable[[int, int, int], None]:
     return progress
 
 
-def _copy(source: SQLiteBackend, destination: sqlite3.Connection, *,
-          lock_wait: float = LOCK_WAIT_SECONDS) -> dict[str, int]:
+def _copy(source: SQLiteBackend, destination: sqlite3.Connection) -> dict[str, int]:
     with source._lock, source.backup_reader() as conn:
         try:
-            conn.backup(destination, progress=_give_up_when_locked(lock_wait),
+            conn.backup(destination, progress=_give_up_when_locked(LOCK_WAIT_SECONDS),
                         sleep=_RETRY_SECONDS)
         except _SourceLocked:
-            raise LoadError(f"cannot copy {source!r}: {locked_hint(lock_wait)}") from None
+            raise LoadError(f"cannot copy {source!r}: {locked_hint(LOCK_WAIT_SECONDS)}") from None
         except sqlite3.Error as exc:
             raise LoadError(f"cannot copy {source!r}: {source_problem(exc)}") from exc
     return {name: destination.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0]

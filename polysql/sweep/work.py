@@ -181,22 +181,21 @@ class SweepWork:
             # database's failure, not one worker's.
             try:
                 with self.timings.stage("load"):
-                    self.fleet.backend(spec, question.db_id, source, 0, waiting=self.timings.idle)
-            except EngineError as exc:
-                self._gold_failed(question, str(exc))
-                continue
-            try:
-                with self.timings.stage("load"):
-                    backend = self.fleet.backend(spec, question.db_id, source, slot,
+                    backend = self.fleet.backend(spec, question.db_id, source, 0,
                                                  waiting=self.timings.idle)
                     fingerprint = self.fleet.fingerprint(spec, question.db_id)
             except EngineError as exc:
-                if not slot:
-                    self._gold_failed(question, str(exc))
-                    continue
-                waiting.appendleft(question)  # for a worker that has a connection
-                self._fewer_workers("gold queries", str(exc))
-                return
+                self._gold_failed(question, str(exc))
+                continue
+            if slot:
+                try:
+                    with self.timings.stage("load"):
+                        backend = self.fleet.backend(spec, question.db_id, source, slot,
+                                                     waiting=self.timings.idle)
+                except EngineError as exc:
+                    waiting.appendleft(question)  # for a worker that has a connection
+                    self._fewer_workers("gold queries", str(exc))
+                    return
             run = functools.partial(self.executor.execute, backend, spec, fingerprint)
             try:
                 with self.timings.stage("gold"):

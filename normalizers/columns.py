@@ -15,6 +15,7 @@ from polysql.normalizers.families import (
     type_family,
     zones_of,
 )
+from polysql.normalizers.gold_memo import ColumnsRead, ResultMemo
 from polysql.normalizers.policy import ComparePolicy
 from polysql.normalizers.values import FloatKeys, Reading, column_keys, column_types
 
@@ -25,7 +26,10 @@ _FLOAT_AND_NULL: frozenset[type] = frozenset({float, type(None)})
 class ResultColumns:
     """Columns of one :class:`~polysql.Result`, transposed lazily and cached."""
 
-    def __init__(self, result: Result, label: str, policy: ComparePolicy) -> None:
+    def __init__(self, result: Result, label: str, policy: ComparePolicy, *,
+                 memo: ResultMemo | None = None) -> None:
+        """``memo``: where the columns and keys of ``result`` read by an earlier comparison are
+        kept (a gold's, see :mod:`polysql.normalizers.gold_memo`), and this one's are left."""
         self.label = label
         self.names = list(result.columns)
         self.height = len(result.rows)
@@ -37,6 +41,10 @@ class ResultColumns:
         self._types: dict[int, frozenset[type]] = {}
         self._keys: dict[tuple[int, Reading], Sequence[Any]] = {}
         self._json: set[int] = set()  # columns whose text has been read as JSON
+        # columns read as JSON for the column they are compared with: their keys are this
+        # comparison's alone, never the memo's
+        self._paired_json: set[int] = set()
+        self._memo = memo
         self.zones: list[Zones] = []
 
     @property
@@ -52,35 +60,46 @@ class ResultColumns:
     @property
     def raw(self) -> list[Sequence[Any]]:
         if self._raw is None:
-            widths = {self.width} if isinstance(self._rows, ArrowRows) and \
-                self._rows.table.num_columns == self.width else set(map(len, self._rows))
-            if widths - {self.width}:
-                raise ComparisonError(
-                    f"the {self.label} result is malformed: it has {self.width} column names but rows "
-                    f"of width {sorted(widths)}; every row must have one value per column"
-                )
-            raw: list[Sequence[Any]]
-            if isinstance(self._rows, ArrowRows):
-                # Columns already: no transpose, and their types are read off the Arrow types.
-                raw = list(self._rows.columns())
-            else:
-                # Columns read straight from the rows, not transposed copies (see RowsColumn).
-                raw = [RowsColumn(self._rows, j) for j in range(self.width)]
-            self.zones = []
-            for j, values in enumerate(raw):
-                known = values.python_types() if isinstance(values, ArrowColumn) else None
-                kinds = known if known is not None else column_types(values)
-                zones = zones_of(values, kinds)
-                self.zones.append(zones)
-                canonical = canonical_column(values, kinds, self.type_name(j), self.policy, zones)
-                if canonical is not None:
-                    raw[j] = canonical
-                    kinds = column_types(canonical)
-                    if self.is_json(j):
-                        self._json.add(j)
-                self._types[j] = kinds
-            self._raw = raw
+            read = self._read() if self._memo is None else self._memo.columns(self._read)
+            self._raw = list(read.raw)
+            self._types = dict(read.types)
+            self.zones = read.zones
+            self._json = set(read.json)
         return self._raw
+
+    def _read(self) -> ColumnsRead:
+        """The columns, canonical, with their types (one pass over the rows per column)."""
+        widths = {self.width} if isinstance(self._rows, ArrowRows) and \
+            self._rows.table.num_columns == self.width else set(map(len, self._rows))
+        if widths - {self.width}:
+            raise ComparisonError(
+                f"the {self.label} result is malformed: it has {self.width} column names but rows "
+                f"of width {sorted(widths)}; every row must have one value per column"
+            )
+        raw: list[Sequence[Any]]
+        if isinstance(self._rows, ArrowRows):
+            # Columns already: no transpose, and their types are read off the Arrow types.
+            raw = list(self._rows.columns())
+        else:
+            # Columns read straight from the rows, not transposed copies (see RowsColumn).
+            raw = [RowsColumn(self._rows, j) for j in range(self.width)]
+        types: dict[int, frozenset[type]] = {}
+        zones: list[Zones] = []
+        json: set[int] = set()
+        for j, values in enumerate(raw):
+            known = values.python_types() if isinstance(values, ArrowColumn) else None
+            kinds = known if known is not None else column_types(values)
+            column_zones = zones_of(values, kinds)
+            zones.append(column_zones)
+            canonical = canonical_column(values, kinds, self.type_name(j), self.policy,
+                                         column_zones)
+            if canonical is not None:
+                raw[j] = canonical
+                kinds = column_types(canonical)
+                if self.is_json(j):
+                    json.add(j)
+            types[j] = kinds
+        return ColumnsRead(raw, types, zones, frozenset(json))
 
     def type_name(self, j: int) -> str | None:
         """The engine's own type name of column ``j``, when the result reports one."""
@@ -99,6 +118,7 @@ class ResultColumns:
         if str not in self.types(j):
             return
         raw[j] = json_column(raw[j], self.policy)
+        self._paired_json.add(j)
         self._types[j] = column_types(raw[j])
         self._keys = {key: keys for key, keys in self._keys.items() if key[0] != j}
 
@@ -123,6 +143,9 @@ class ResultColumns:
     def keys(self, j: int, reading: Reading) -> Sequence[Any]:
         cached = self._keys.get((j, reading))
         if cached is None:
-            cached = column_keys(self.raw[j], self.policy, reading, self.types(j))
+            def make() -> Sequence[Any]:
+                return column_keys(self.raw[j], self.policy, reading, self.types(j))
+            cached = make() if self._memo is None or j in self._paired_json else \
+                self._memo.keys_of((j, reading), make)
             self._keys[(j, reading)] = cached
         return cached

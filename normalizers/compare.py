@@ -31,6 +31,7 @@ from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import plural, row_span
 from polysql.normalizers.distinct import distinct_rows
 from polysql.normalizers.families import is_float32_type
+from polysql.normalizers.gold_memo import GoldMemo
 from polysql.normalizers.hashing import HashScheme, hash_columns
 from polysql.normalizers.identical import identical_rows
 from polysql.normalizers.ordering import OrderInfo, infer_order, widen_limit
@@ -88,7 +89,7 @@ GOLD_DIALECT = "sqlite"
 def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, gold_widened: Result | None = None,
             dialect: str = GOLD_DIALECT, policy: ComparePolicy | str | None = None,
-            hidden_columns: int = 0, **options: Any) -> Verdict:
+            hidden_columns: int = 0, memo: GoldMemo | None = None, **options: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold``.
 
     ``gold_sql`` (in ``dialect``) tells whether row order matters; ``ordered`` overrides that.
@@ -97,17 +98,24 @@ def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
     LIMIT cut. ``hidden_columns``: the gold (and widened gold) end with that many columns holding
     their ORDER BY keys (see :func:`polysql.normalizers.ordering.keyed_order_sql`); they tell tied
     rows apart and are not compared. ``policy`` and keyword ``options`` switch the contract's rules
-    (ComparePolicy fields).
+    (ComparePolicy fields). ``memo``: where what the gold's results read as is kept between
+    comparisons with the same gold (see :mod:`polysql.normalizers.gold_memo`); the results it
+    is given with must not change.
     """
     pol = resolve_policy(policy, options)
+
+    def split(result: Result) -> tuple[Result, list[tuple[Any, ...]] | None]:
+        return _split_hidden(result, hidden_columns) if memo is None else \
+            memo.split(result, hidden_columns, _split_hidden)
+
     with _gc_paused():
         gold_ties = widened_ties = None
         if hidden_columns:
-            gold, gold_ties = _split_hidden(gold, hidden_columns)
+            gold, gold_ties = split(gold)
             if gold_widened is not None:
-                gold_widened, widened_ties = _split_hidden(gold_widened, hidden_columns)
+                gold_widened, widened_ties = split(gold_widened)
         return _compare(gold, pred, gold_sql, ordered, gold_widened, dialect, pol,
-                        gold_ties, widened_ties)
+                        gold_ties, widened_ties, memo)
 
 
 def _split_hidden(result: Result, hidden: int) -> tuple[Result, list[tuple[Any, ...]] | None]:
@@ -148,7 +156,8 @@ def _gc_paused() -> Iterator[None]:
 def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | None,
              gold_widened: Result | None, dialect: str, pol: ComparePolicy,
              gold_ties: list[tuple[Any, ...]] | None = None,
-             widened_ties: list[tuple[Any, ...]] | None = None) -> Verdict:
+             widened_ties: list[tuple[Any, ...]] | None = None,
+             memo: GoldMemo | None = None) -> Verdict:
     if not gold.ok:
         assert gold.error is not None
         return Verdict(False, f"invalid gold: the gold query failed with a {gold.error.kind} error "
@@ -179,10 +188,11 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
         details["order_keys_from_gold_rerun"] = order.ties is not None
     caveat = _truncation_caveat(gold, pred)
 
-    gold_cols = ResultColumns(gold, "gold", pol)
+    gold_cols = ResultColumns(gold, "gold", pol, memo=memo.of(gold, pol) if memo else None)
     pred_cols = ResultColumns(pred, "predicted", pol)
     widened = _usable_widened(gold_widened, gold, details)
-    widened_cols = ResultColumns(widened, "widened gold", pol) if widened is not None else None
+    widened_cols = None if widened is None else ResultColumns(
+        widened, "widened gold", pol, memo=memo.of(widened, pol) if memo else None)
 
     first_failure: tuple[Alignment, RowOutcome, dict[str, Any], tuple[Side, Side] | None] | None = None
     for alignment in _alignments(gold_cols, pred_cols, order, pol):

@@ -29,6 +29,7 @@ from typing import Any
 from polysql.core.model import Result, Verdict
 from polysql.normalizers import text_order
 from polysql.normalizers.compare import GOLD_DIALECT, compare, resolve_policy
+from polysql.normalizers.gold_memo import GoldMemo
 from polysql.normalizers.ordering import (
     WIDEN_EXTRA_ROWS,
     infer_order,
@@ -62,10 +63,13 @@ class GoldRuns:
         default=contextlib.nullcontext, repr=False, compare=False)
     _gathering: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                        compare=False)
+    # What comparing read off these results, kept for the next prediction compared with them.
+    memo: GoldMemo = field(default_factory=GoldMemo, repr=False, compare=False)
 
     def compare_kwargs(self) -> dict[str, object]:
         """Keyword arguments for ``compare(runs.compared, pred, **runs.compare_kwargs())``."""
-        return {"gold_sql": self.sql, "gold_widened": self.widened, "hidden_columns": self.hidden}
+        return {"gold_sql": self.sql, "gold_widened": self.widened, "hidden_columns": self.hidden,
+                "memo": self.memo}
 
     def gather(self) -> None:
         """Make the re-runs a deferred gold put off (once, whichever thread asks first)."""
@@ -123,15 +127,16 @@ def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
 def judge_results(gold: Result, pred: Result, *, gold_sql: str | None = None,
                   ordered: bool | None = None, dialect: str = GOLD_DIALECT,
                   gold_widened: Result | None = None, hidden_columns: int = 0,
-                  **policy: Any) -> Verdict:
+                  memo: GoldMemo | None = None, **policy: Any) -> Verdict:
     """:func:`~polysql.normalizers.compare.compare` with every rule of :func:`judge` that needs
     no engine: given ``gold_sql``, an ordered prediction whose NULLs sit where another engine's
     convention puts them matches when the gold's own rows can be moved that way. What only a
-    re-run could tell stays under the strict rule."""
+    re-run could tell stays under the strict rule. ``memo``: a GoldRuns' (``compare_kwargs``)."""
     if gold_sql is None:
         return compare(gold, pred, ordered=ordered, dialect=dialect, gold_widened=gold_widened,
-                       hidden_columns=hidden_columns, **policy)
-    runs = GoldRuns(gold_sql, dialect, gold, gold, hidden_columns, gold_widened)
+                       hidden_columns=hidden_columns, memo=memo, **policy)
+    runs = GoldRuns(gold_sql, dialect, gold, gold, hidden_columns, gold_widened,
+                    memo=memo if memo is not None else GoldMemo())
     return judge(runs, pred, None, ordered=ordered, **policy)
 
 
@@ -151,7 +156,7 @@ def judge(gold: GoldRuns, pred: Result, run: Callable[[str], Result] | None = No
         # only let rows tie. Anything else needs them.
         if chosen.unresolved_order_keys == "exact":
             plain = compare(gold.result, pred, ordered=ordered, dialect=gold.dialect,
-                            gold_sql=gold.sql, **policy)
+                            gold_sql=gold.sql, memo=gold.memo, **policy)
             if plain.match:
                 return plain
         gold.gather()

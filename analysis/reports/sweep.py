@@ -81,6 +81,26 @@ def cut_note(summary: Summary, run_info: dict[str, Any] | None) -> str | None:
             "could change them; raise --max-rows to judge them in full.")
 
 
+def timeout_note(summary: Summary, run_info: dict[str, Any] | None) -> str | None:
+    """How many predictions ran out of time, on which engines, and what that counts as, in one
+    sentence (None for none): a timeout is a wrong answer, yet an engine can be slow for reasons
+    of its own, and the 'errors' count alone does not say which errors these are."""
+    by_engine: dict[str, int] = {}
+    for cell in summary.cells:
+        count = cell.error_kinds.get("timeout", 0)
+        if count:
+            by_engine[cell.engine] = by_engine.get(cell.engine, 0) + count
+    if not by_engine:
+        return None
+    limit = ((run_info or {}).get("settings") or {}).get("timeout")
+    at = f" of {limit:g} s" if isinstance(limit, int | float) else ""
+    where = ", ".join(f"{engine} {count}" for engine, count in sorted(by_engine.items()))
+    return (f"{sum(by_engine.values())} prediction(s) ran past the timeout{at} ({where}) and count "
+            "as wrong answers; where the engine rather than the SQL is slow (a copy larger than "
+            "the memory the server caches it in, such as MySQL's innodb_buffer_pool_size), raise "
+            "--timeout or that memory.")
+
+
 def banner_text(summary: Summary, status: str, notes: Sequence[str] = ()) -> str | None:
     """One paragraph saying why the numbers are not final; None when they are."""
     if status == "complete":
@@ -140,9 +160,9 @@ def markdown(summary: Summary, run_info: dict[str, Any] | None = None,
         changed = policy_note(run_info)
         if changed:
             lines.append(f"**{changed}**")
-    cut = cut_note(summary, run_info)
-    if cut:
-        lines.append(f"**{cut}**")
+    for note in (cut_note(summary, run_info), timeout_note(summary, run_info)):
+        if note:
+            lines.append(f"**{note}**")
     lines += ["", "Accuracy = matches / all questions whose gold ran; failures to generate or",
               "execute count as wrong. Questions whose gold failed (invalid gold) and pending",
               f"work are in no denominator; {NO_VALUE} means nothing was left to count. 95% Wilson "
@@ -221,7 +241,8 @@ def html_report(summary: Summary, *, status: str | None = None, notes: Sequence[
     banner = banner_text(summary, status, notes)
     banner_html = (f'<p class="incomplete" role="alert"><strong>{html.escape(banner)}</strong></p>'
                    if banner else "")
-    for note in (policy_note(run_info), cut_note(summary, run_info)):
+    for note in (policy_note(run_info), cut_note(summary, run_info),
+                 timeout_note(summary, run_info)):
         if note:
             banner_html += f"<p><strong>{html.escape(note)}</strong></p>"
     return (

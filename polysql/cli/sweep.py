@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from polysql.analysis.reports.sweep import cut_note, policy_note, write_reports
+from polysql.analysis.reports.sweep import cut_note, policy_note, timeout_note, write_reports
 from polysql.cli.console import console, stdout
 from polysql.cli.main import (
     EXIT_DATA,
@@ -84,7 +84,8 @@ def _summary_table(outcome: SweepOutcome, run_info: dict[str, Any]) -> Table:
     title = f"accuracy — {', '.join(summary.datasets)}"
     if not summary.complete or outcome.interrupted:
         title += f" — INCOMPLETE: {summary.pending} pending"
-    captions = [note for note in (policy_note(run_info), cut_note(summary, run_info)) if note]
+    captions = [note for note in (policy_note(run_info), cut_note(summary, run_info),
+                                  timeout_note(summary, run_info)) if note]
     table = Table(title=title, caption=" ".join(captions) or None)
     columns = ["predictor", "engine", "accuracy", "95% CI", "ok/n", "errors", "no SQL", "invalid gold"]
     if summary.cut:

@@ -91,6 +91,27 @@ def test_prediction_file_with_bad_lines_and_missing_questions(tmp_path: Path) ->
     assert by_q["demo-003"]["prediction_failure"] == "missing_prediction"
 
 
+def test_timeouts_are_counted_per_engine_beside_the_table_and_in_the_report(tmp_path: Path) -> None:
+    # 'errors' alone does not say that these are timeouts, which an engine short of memory
+    # causes as readily as slow SQL
+    runaway = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join(json.dumps({"question_id": q, "sql": sql}) for q, sql in [
+        ("demo-001", runaway), ("demo-002", runaway), ("demo-003", "SELECT 1")]) + "\n")
+    run = tmp_path / "run"
+    code, output = sweep("--out", str(run), "--limit", "3", "--engines", "sqlite",
+                         "--predictor", f"mine={preds}", "--timeout", "0.5")
+    assert code == 0, output
+    assert [r["pred"]["error"]["kind"] for r in records(run) if r["status"] == "exec_error"] == \
+        ["timeout", "timeout"]
+    note = "2 prediction(s) ran past the timeout of 0.5 s (sqlite 2) and count as wrong answers"
+    assert note in " ".join(output.split())
+    assert note in (run / "report.md").read_text()
+    assert note in (run / "report.html").read_text()
+    code, output = sweep("--out", str(tmp_path / "other"), "--limit", "3", "--engines", "sqlite")
+    assert code == 0 and "ran past the timeout" not in output
+
+
 def test_invalid_gold_is_reported_as_such(tmp_path: Path) -> None:
     # a Spider-layout fixture whose second gold query references a missing table
     root = tmp_path / "spider"

@@ -224,13 +224,14 @@ def _timings_line(timings: SweepTimings) -> str:
     """The totals in words: what the columns mean and how the lanes relate to the wall time."""
     overall = timings.overall()
     ratio = overall.ratio()
-    return (f"wall time {timings.wall:.3f} s; engine execution {overall.engine:.3f} s; polysql's "
-            f"own time {overall.polysql:.3f} s without loading ({overall.load:.3f} s), "
-            f"{overall.total - overall.engine:.3f} s with it; polysql/engine "
+    waits = f"; waiting for model answers {overall.model:.3f} s" if overall.model else ""
+    return (f"wall time {timings.wall:.3f} s; engine execution {overall.engine:.3f} s{waits}; "
+            f"polysql's own time {overall.polysql:.3f} s without loading ({overall.load:.3f} s), "
+            f"{overall.polysql + overall.load:.3f} s with it; polysql/engine "
             f"{'—' if ratio is None else f'{ratio:.2f}'}. Engine lanes run in parallel, and "
             "an engine's workers side by side, so a lane's total and their sum may exceed the "
-            "wall time; 'other' is time in a lane no stage claims (waiting for model answers, "
-            "progress).")
+            "wall time; 'model' is an engine's wait for model answers with nothing else to run, "
+            "'other' time in a lane no stage claims (the loop's bookkeeping, progress).")
 
 
 def _final_line(outcome: SweepOutcome, paths: list[Path]) -> str:

@@ -10,15 +10,17 @@ writing records.
 
 Stages nest (the engine executes inside the gold stage, the cache is read inside an
 execution...), and each stage is counted *exclusive* of the stages inside it, so a lane's stages
-add up to its wall time with nothing counted twice. The part of a lane no stage claims is
-``other`` (waiting for model answers, the loop's own bookkeeping). A worker waiting for work
+add up to its wall time with nothing counted twice. An engine worker with nothing to run until a
+model answers waits in ``model``. The part of a lane no stage claims is ``other`` (the loop's own
+bookkeeping, progress). A worker waiting for work
 another thread is doing (the lane's other workers finishing, a gold's re-runs another worker
 makes) counts that wait nowhere (:meth:`idle`): the work is counted by the thread doing it.
 
 Engine time is the ``execute`` stage alone: the wall time around the backend's ``execute``
 (statement, fetch and the driver's conversion of rows). polysql's own time is everything else
-except loading, which is reported apart: it happens once per copy and database, and would
-otherwise hide the per-query overhead this is meant to show.
+except loading, which is reported apart (it happens once per copy and database, and would
+otherwise hide the per-query overhead this is meant to show), and waiting for models, which is
+the model service's time.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from typing import Any
 
 from polysql.core.schema import LoadReport
 
-STAGES = ("load", "plan", "gold", "predict", "execute", "cache", "compare", "record", "other")
+STAGES = ("load", "plan", "gold", "predict", "model", "execute", "cache", "compare", "record",
+          "other")
 ENGINE_STAGE = "execute"
 LOAD_STAGE = "load"
+MODEL_STAGE = "model"  # an engine worker idle until a model's answer arrives
 MAIN_LANE = "sweep"
 GOLD_LANE = "gold"
 TIMINGS_FILE = "timings.json"  # in the run folder: the last invocation's timings
@@ -69,9 +73,13 @@ class LaneTimes:
         return self.seconds.get(LOAD_STAGE, 0.0)
 
     @property
+    def model(self) -> float:
+        return self.seconds.get(MODEL_STAGE, 0.0)
+
+    @property
     def polysql(self) -> float:
-        """polysql's own time: everything but engine execution and loading."""
-        return max(0.0, self.total - self.engine - self.load)
+        """polysql's own time: everything but engine execution, loading and model waits."""
+        return max(0.0, self.total - self.engine - self.load - self.model)
 
     def ratio(self) -> float | None:
         """polysql's own time per second of engine time (None when no engine time)."""
@@ -94,6 +102,7 @@ class LaneTimes:
             "total": round(self.total, 6),
             "engine": round(self.engine, 6),
             "load": round(self.load, 6),
+            "model": round(self.model, 6),
             "polysql": round(self.polysql, 6),
             "ratio": None if ratio is None else round(ratio, 4),
             "rows_loaded": self.rows_loaded,
@@ -190,8 +199,8 @@ class SweepTimings:
             "wall": round(self.wall, 6),
             "lanes": {name: times.as_dict() for name, times in self.lanes().items()},
             "all": overall.as_dict(),
-            # everything but engine execution, loading counted in
-            "own_including_load": round(overall.total - overall.engine, 6),
+            # everything but engine execution and model waits, loading counted in
+            "own_including_load": round(overall.total - overall.engine - overall.model, 6),
         }
 
 

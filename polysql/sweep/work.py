@@ -42,7 +42,7 @@ from polysql.sweep.planning import WorkItem, target_engine
 from polysql.sweep.progress import SweepObserver
 from polysql.sweep.records import build_record
 from polysql.sweep.text_checks import text_problem
-from polysql.sweep.timings import GOLD_LANE
+from polysql.sweep.timings import GOLD_LANE, MODEL_STAGE
 
 # Workers per engine that runs statements side by side: one per core, up to four.
 WORKERS_PER_ENGINE = max(1, min(4, os.cpu_count() or 1))
@@ -292,7 +292,8 @@ class SweepWork:
                 if not self._process_isolated(spec, info, item, None):
                     return
             else:  # short waits keep Ctrl-C and dead engines responsive
-                wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
+                with self.timings.stage(MODEL_STAGE):  # the model's time, not polysql's
+                    wait(list(generating), timeout=0.25, return_when=FIRST_COMPLETED)
 
     def _helper_work(self, spec: EngineSpec, info: TargetEngine, inline: deque[WorkItem],
                      slot: int) -> None:

@@ -122,6 +122,25 @@ def test_model_sweep_records_every_outcome_and_a_rerun_is_served_from_the_cache(
     assert (usage["calls"], usage["cache_hits"]) == (2, 0)
 
 
+def test_waiting_for_model_answers_is_the_models_time_not_polysqls(
+        openai_emulator: Any, isolated_cache: Path, tmp_path: Path) -> None:
+    # Every answer takes 0.6 s to arrive; meanwhile each engine has nothing else to run.
+    openai_emulator.script(then=openai_emulator.reply(text=COUNT_CUSTOMERS, delay=0.6))
+    config = write_config(tmp_path, openai_emulator.base_url)
+    run = tmp_path / "run"
+    code, output = sweep("--limit", "3", "--model", "emu", "--config", str(config), "--out", str(run),
+                         "--timings")
+    assert code == 0, output
+    assert "waiting for model answers" in " ".join(output.split())
+    lanes = json.loads((run / "timings.json").read_text())["lanes"]
+    for name in ("sqlite", "duckdb"):
+        lane = lanes[name]
+        assert lane["model"] >= 0.4, (name, lane)  # the wait, less what ran in the meantime
+        assert lane["polysql"] < lane["model"], (name, lane)
+        assert lane["engine"] + lane["load"] + lane["model"] + lane["polysql"] == \
+            pytest.approx(lane["total"], abs=1e-5)
+
+
 def test_models_and_file_predictors_sweep_together(openai_emulator: Any, isolated_cache: Path,
                                                     tmp_path: Path) -> None:
     openai_emulator.script(then=openai_emulator.reply(text=COUNT_CUSTOMERS))

@@ -38,8 +38,8 @@ def test_timings_name_every_stage_and_lane_and_add_up(tmp_path: Path) -> None:
         assert parts == pytest.approx(lane["total"], abs=1e-5), name
         # a lane's threads (an engine's workers) each work within the run
         assert lane["threads"] >= 1 and lane["total"] <= wall * lane["threads"] + 1e-6, name
-        assert lane["engine"] + lane["load"] + lane["polysql"] == pytest.approx(lane["total"],
-                                                                               abs=1e-5)
+        assert lane["engine"] + lane["load"] + lane["model"] + lane["polysql"] == \
+            pytest.approx(lane["total"], abs=1e-5)
     # six gold statements ran on the gold lane; each engine ran 2 predictors x 6 questions,
     # some of them served by the cache (sqlite's gold predictions are the gold statements)
     assert lanes["gold"]["counts"]["gold"] == 6

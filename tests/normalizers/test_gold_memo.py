@@ -6,15 +6,14 @@ Results come from real engines: the gold on SQLite, predictions on DuckDB over t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from polysql_testkit.column_reads import count_column_reads
 
 import polysql
 from polysql.backends.base import Backend
 from polysql.core.model import Result
-from polysql.normalizers import columns
 from polysql.normalizers.gold import GoldRuns, judge, run_gold
 from polysql.normalizers.policy import DEFAULT_POLICY
 
@@ -39,17 +38,9 @@ PREDICTIONS = [
 
 
 @pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many times each side's columns were read from its rows, by side label."""
-    counted: dict[str, int] = {}
-    read = columns.ResultColumns._read
-
-    def counting(self: columns.ResultColumns) -> columns.ColumnsRead:
-        counted[self.label] = counted.get(self.label, 0) + 1
-        return read(self)
-
-    monkeypatch.setattr(columns.ResultColumns, "_read", counting)
-    yield counted
+    return count_column_reads(monkeypatch)
 
 
 def fresh(gold_sql: str, lite: Backend, pred: Result, **policy: object) -> polysql.Verdict:

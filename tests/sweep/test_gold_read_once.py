@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from polysql_testkit.column_reads import count_column_reads
 from polysql_testkit.jsonl_dataset import write_questions
 
-from polysql.normalizers import columns
 from polysql.sweep.config import SweepConfig
 from polysql.sweep.runner import Sweep
 
@@ -35,14 +35,7 @@ def dataset(root: Path) -> str:
 
 def test_every_engine_and_predictor_judges_against_one_reading_of_the_gold(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    reads: dict[str, int] = {}
-    read = columns.ResultColumns._read
-
-    def counting(self: columns.ResultColumns) -> columns.ColumnsRead:
-        reads[self.label] = reads.get(self.label, 0) + 1
-        return read(self)
-
-    monkeypatch.setattr(columns.ResultColumns, "_read", counting)
+    reads = count_column_reads(monkeypatch)
     name = dataset(tmp_path / "shop")
     outcome = Sweep(SweepConfig(dataset=name, engines="sqlite,duckdb",
                                 predictors="gold,transpile", out=tmp_path / "run")).run()

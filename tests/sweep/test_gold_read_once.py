@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from polysql_testkit.column_reads import count_column_reads
 from polysql_testkit.jsonl_dataset import write_questions
+from polysql_testkit.sqlite_files import built_sqlite
 
 from polysql.sweep.config import SweepConfig
 from polysql.sweep.runner import Sweep
@@ -22,14 +23,15 @@ GOLD = {
 }
 
 
-def dataset(root: Path) -> str:
-    (root / "databases").mkdir(parents=True)
-    con = sqlite3.connect(root / "databases" / "shop.sqlite")
+def items(con: sqlite3.Connection) -> None:
     con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, price REAL, note TEXT)")
     con.executemany("INSERT INTO item VALUES (?, ?, ?)",
                     [(i, i * 0.25, f"n{i % 9}") for i in range(1, 2001)])
-    con.commit()
-    con.close()
+
+
+def dataset(root: Path) -> str:
+    (root / "databases").mkdir(parents=True)
+    built_sqlite(root / "databases" / "shop.sqlite", items)
     return write_questions(root, "shop", GOLD)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,3 +46,32 @@ def server_cpu_reader(host: str | None, names: tuple[str, ...]) -> Callable[[], 
         return total / ticks
 
     return reading if reading() > 0 else None
+
+
+def wait_until_quiet(*, idle_share: float = 0.85, window: float = 0.25,
+                     longest: float = 20.0) -> float:
+    """Wait until this machine's CPUs are idle (at least ``idle_share`` of a ``window``), at
+    most ``longest`` seconds; the seconds waited.
+
+    A server keeps working after the statement that loaded it returns (InnoDB flushing pages,
+    PostgreSQL's checkpointer and autovacuum analysing new tables): a contender timed right
+    after another would pay for that work. Waiting for quiet gives each the same machine. Only
+    where /proc/stat exists (Linux); elsewhere nothing is waited."""
+    stat = Path("/proc/stat")
+    if not stat.exists():
+        return 0.0
+
+    def busy_and_idle() -> tuple[int, int]:
+        fields = [int(value) for value in stat.read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields) - idle, idle
+
+    started = time.perf_counter()
+    while time.perf_counter() - started < longest:
+        busy_before, idle_before = busy_and_idle()
+        time.sleep(window)
+        busy_after, idle_after = busy_and_idle()
+        busy, idle = busy_after - busy_before, idle_after - idle_before
+        if busy + idle == 0 or idle / (busy + idle) >= idle_share:
+            break
+    return time.perf_counter() - started

@@ -22,6 +22,11 @@ interpreter start-up included -- and, in the same run, with the baselines:
   fallback (``polysql load`` with LOAD DATA switched off -- the multi-row INSERT path every load
   took before LOAD DATA, and the one a server with ``local_infile`` OFF still gets).
 
+Every contender is timed building its copy from nothing (the copy of the round before, polysql's
+included, is dropped untimed) and starts once the machine is quiet again: a server goes on
+working after a load returns (InnoDB flushing pages, PostgreSQL's autovacuum analysing the new
+tables), and the next contender would otherwise pay for it.
+
 It prints rows/second side by side with the ratios, and the CPU-seconds behind each time (the
 loader's processes, and a server running on this machine). A row-for-row checksum proves each
 polysql copy identical to the source.
@@ -57,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from bytecode import as_installed
-from cpu_time import children_cpu, server_cpu_reader
+from cpu_time import children_cpu, server_cpu_reader, wait_until_quiet
 from figures import Bar, draw_bars, figure_path
 
 import polysql
@@ -195,6 +200,7 @@ def race(contenders: list[Contender], rounds: int,
                 continue
             if contender.before is not None:
                 contender.before()
+            wait_until_quiet()  # the previous contender's server work done: the same machine
             server = servers.get(contender.target)
             client_before, server_before = children_cpu(), server() if server else 0.0
             started = time.perf_counter()
@@ -323,9 +329,15 @@ con.close()
 """
 
 
+def remove_duckdb_file(path: Path) -> None:
+    """A DuckDB database file and its write-ahead log, if there."""
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + ".wal").unlink(missing_ok=True)
+
+
 def duckdb_reader(python: str, source: Path, target: Path) -> None:
-    """DuckDB's own SQLite reader, as its own process (start-up included, as for polysql)."""
-    target.unlink(missing_ok=True)
+    """DuckDB's own SQLite reader, as its own process (start-up included, as for polysql), into
+    a ``target`` that does not exist yet."""
     run_tool([python, "-c", DUCKDB_READER, str(source), str(target)])
 
 
@@ -374,11 +386,19 @@ def main() -> int:
     my_target = my.set(database="polysql_load_bench").render_as_string(hide_password=False)
     inserts_target = my.set(database="polysql_insert_bench").render_as_string(hide_password=False)
     duck_target = f"duckdb:///{work / 'bench.duckdb'}"
-    contenders = [Contender("PostgreSQL", "polysql load", lambda: cli_load(source_url, pg_target)),
-                  Contender("DuckDB", "polysql load", lambda: cli_load(source_url, duck_target))]
+    from polysql.backends.mysql.backend import MySQLBackend
+    from polysql.backends.postgres.setup import drop_evaluation_database
+
+    # Every contender is timed building its copy from nothing: polysql's copy of the round
+    # before is dropped untimed, as the baselines' databases are.
+    contenders = [Contender("PostgreSQL", "polysql load", lambda: cli_load(source_url, pg_target),
+                            lambda: drop_evaluation_database(pg, "polysql_load_bench")),
+                  Contender("DuckDB", "polysql load", lambda: cli_load(source_url, duck_target),
+                            lambda: remove_duckdb_file(work / "bench.duckdb"))]
     if args.duckdb_python:
         contenders.append(Contender("DuckDB", "duckdb sqlite", lambda: duckdb_reader(
-            args.duckdb_python, source, work / "reader.duckdb")))
+            args.duckdb_python, source, work / "reader.duckdb"),
+            lambda: remove_duckdb_file(work / "reader.duckdb")))
     if args.pgloader:
         pg_tool = pg.set(drivername="pgsql", database="pgloader_load_bench").render_as_string(
             hide_password=False)
@@ -390,7 +410,8 @@ def main() -> int:
         contenders.append(Contender("PostgreSQL", "pgloader", lambda: run_tool(
             [args.pgloader, "--quiet", f"sqlite://{source}", pg_tool]), fresh_pg))
     contenders.append(Contender("MySQL/MariaDB", "polysql load",
-                                lambda: cli_load(source_url, my_target)))
+                                lambda: cli_load(source_url, my_target),
+                                lambda: MySQLBackend.drop(my_target)))
     if args.mysql_client:
         files = dump_tsv(source, work)  # outside the timed part
         contenders.append(Contender(
@@ -402,7 +423,8 @@ def main() -> int:
                 args.mysql_url, args.mysql_client, "load_data_keys_bench", files, keys=True),
             lambda: server_admin(args.mysql_url, "DROP DATABASE IF EXISTS load_data_keys_bench")))
     contenders.append(Contender("MySQL/MariaDB", "polysql INSERTs",
-                                lambda: cli_load(source_url, inserts_target, insert_path=True)))
+                                lambda: cli_load(source_url, inserts_target, insert_path=True),
+                                lambda: MySQLBackend.drop(inserts_target)))
     if args.sqlite3mysql:
         cmd = [args.sqlite3mysql, "-f", str(source), "-d", "s2m_load_bench", "-u", my.username or "root",
                "-h", my.host or "127.0.0.1", "-P", str(my.port or 3306), "-q"]
@@ -430,9 +452,6 @@ def main() -> int:
     server_admin(args.pg_url, "DROP DATABASE IF EXISTS pgloader_load_bench")
     for name in ("load_data_bench", "load_data_keys_bench", "s2m_load_bench"):
         server_admin(args.mysql_url, f"DROP DATABASE IF EXISTS {name}")
-    from polysql.backends.mysql.backend import MySQLBackend
-    from polysql.backends.postgres.setup import drop_evaluation_database
-
     # polysql's copies too (databases, readers, load records): the bench leaves nothing behind
     MySQLBackend.drop(inserts_target)
     MySQLBackend.drop(my_target)

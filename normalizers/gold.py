@@ -13,7 +13,9 @@ Comparison is pure: it never executes SQL. But two rules need more than the gold
 
 :func:`run_gold` does both through a caller-supplied ``run`` function, so every caller (sweep,
 ``polysql compare``, Python users) gathers the same evidence the same way -- up front, or
-(``deferred``) when the first prediction that is not the gold's own answer needs it.
+(``deferred``) when the first prediction that is not the gold's own answer needs it. A re-run
+whose engine cannot run it at all (an outage) raises EvidenceUnavailableError rather than
+leaving the verdict to less evidence: an outage is never a wrong answer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from polysql.core.errors import EvidenceUnavailableError
 from polysql.core.model import Result, Verdict
 from polysql.normalizers import text_order
 from polysql.normalizers.compare import GOLD_DIALECT, compare, resolve_policy
@@ -104,16 +107,33 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
     def evidence() -> Evidence:
         compared, hidden, base_sql = result, 0, sql
         if keyed is not None:
-            keyed_result = run(keyed.sql)
+            keyed_result = needed(run(keyed.sql), "gold", "re-run of the gold returning its "
+                                  "ORDER BY keys")
             # Usable only when it returned as many rows; otherwise the ties stay unknown.
             if keyed_result.ok and len(keyed_result.rows) == len(result.rows):
                 compared, hidden, base_sql = keyed_result, keyed.hidden_columns, keyed.sql
         wider_sql = widen_limit(base_sql, dialect)
-        return compared, hidden, run(wider_sql) if wider_sql else None
+        if wider_sql is None:
+            return compared, hidden, None
+        return compared, hidden, needed(run(wider_sql), "gold",
+                                        "re-run of the gold with its LIMIT widened")
 
     if deferred and (keyed is not None or widens(sql, dialect)):
         return GoldRuns(sql, dialect, result, result, pending=evidence, waiting=waiting)
     return GoldRuns(sql, dialect, result, *evidence())
+
+
+def needed(result: Result, side: str, what: str) -> Result:
+    """``result`` of a re-run judging needs, unless its engine could not run it at all: then
+    EvidenceUnavailableError. A re-run that failed otherwise (over the time limit, say) is
+    judged without, as its own rule says; an outage is never a verdict."""
+    if result.unavailable:
+        assert result.error is not None
+        engine = f" on {result.engine}" if result.engine else ""
+        raise EvidenceUnavailableError(
+            f"the {what} could not run{engine}: the engine is unavailable "
+            f"({result.error.message}); no verdict was reached", side=side)
+    return result
 
 
 def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
@@ -225,7 +245,9 @@ def judge_within_row_cap(gold: GoldRuns, pred: Result, run: Callable[[str], Resu
     if rerun is not None and rests_on_cut_rows(gold.result, pred, set_semantics=as_sets):
         higher = row_cap * ROW_CAP_GROWTH
         run_higher, pred_higher = rerun(higher)
+        needed(pred_higher, "prediction", f"re-run of the prediction under a row cap of {higher}")
         gold_higher = run_gold(gold.sql, gold.dialect, run_higher)
+        needed(gold_higher.result, "gold", f"re-run of the gold under a row cap of {higher}")
         # a re-run that failed (over the time limit, say) leaves the verdict on what was seen
         if gold_higher.result.ok and pred_higher.ok:
             again = judge(gold_higher, pred_higher, run_higher, ordered=ordered, **policy)
@@ -249,6 +271,8 @@ def _with_nulls_elsewhere(gold: GoldRuns, pred: Result, run: Callable[[str], Res
                                dataclasses.replace(gold.compared, rows=rows))
         elif run is not None:
             variant = run_gold(variant_sql, gold.dialect, run)
+            needed(variant.result, "gold", "re-run of the gold with NULLs ordered by the "
+                   f"{label.replace('_', ' ')} convention")
         else:
             continue  # only a re-run could tell, and there is no engine to run it on
         if not variant.result.ok or variant.result.rows == gold.result.rows:

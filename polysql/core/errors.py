@@ -29,6 +29,19 @@ class EngineUnavailableError(EngineError):
     """The engine is not reachable or its client library is not installed."""
 
 
+class EvidenceUnavailableError(EngineUnavailableError):
+    """A re-run a verdict needed could not run at all: its engine was unavailable (gone away,
+    unreachable). Judging stops there rather than falling back to less evidence, since an
+    outage must never become a wrong answer; judge again once the engine answers. ``side``
+    says whose re-run it was: ``"gold"`` (the gold with its ORDER BY keys, its LIMIT widened,
+    NULLs ordered by another convention, or under a higher row cap) or ``"prediction"`` (under
+    a higher row cap)."""
+
+    def __init__(self, message: str, *, side: str) -> None:
+        super().__init__(message)
+        self.side = side
+
+
 class LoadError(EngineError):
     """Copying a database between engines failed."""
 

@@ -153,3 +153,55 @@ def test_the_bird_preset_judges_as_bird_does(shop: str) -> None:
     assert compare(shop, "SELECT 1", "SELECT '1'", "--policy", "bird")[0] == EXIT_MISMATCH
     code, output = compare(shop, gold, gold, "--policy", "spider")
     assert code == 2 and "KEY=VALUE or a preset (bird)" in output, output
+
+
+# Terminates its own session when run inside the gold's re-run that returns the ORDER BY keys
+# (recognised by the column names polysql gives the keys, in the statement of the session's
+# cursor: results are fetched through one): an engine that goes away just then.
+DIES_IN_THE_KEYED_RE_RUN = """
+CREATE FUNCTION {schema}.k(x bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_cursors WHERE strpos(statement, '__polysql_tie_key_') > 0) THEN
+        PERFORM pg_terminate_backend(pg_backend_pid());
+        PERFORM pg_sleep(5);  -- where the termination is noticed, at once
+    END IF;
+    RETURN x;
+END $$
+"""
+
+
+@pytest.mark.postgres
+def test_an_engine_gone_before_a_re_run_the_verdict_needs_exits_3(tmp_path: Path) -> None:
+    """The gold (on a real PostgreSQL copy) orders by a key it does not return; the prediction
+    is another order, so judging needs the gold re-run with its keys, and the server ends the
+    session in that very re-run. That is an outage (exit 3, saying which re-run), never the
+    mismatch the gold as written would have given."""
+    path = tmp_path / "scores.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE scores (name TEXT, points INTEGER)")
+        conn.executemany("INSERT INTO scores VALUES (?, ?)",
+                         [("ann", 9), ("bob", 7), ("cy", 7), ("dee", 3)])
+    conn.close()
+    admin = engine_postgres.admin_url()
+    database = f"polysql_cli_rerun_{os.getpid()}"
+    copy = admin.set(database=database).render_as_string(hide_password=False)
+    try:
+        polysql.load(f"sqlite:///{path}", copy)
+    except EngineUnavailableError as exc:
+        availability.unavailable("postgres", str(exc))
+    try:
+        import psycopg
+
+        with psycopg.connect(host=admin.host or "127.0.0.1", port=admin.port or 5432,
+                             user=admin.username or "postgres", password=admin.password,
+                             dbname=database, autocommit=True) as conn:
+            (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables "
+                                     "WHERE table_name = 'scores'").fetchone()
+            conn.execute(DIES_IN_THE_KEYED_RE_RUN.format(schema=schema))
+        code, output = compare(copy, "SELECT name FROM scores ORDER BY k(points) DESC",
+                               "SELECT name FROM scores ORDER BY points")
+    finally:
+        drop_evaluation_database(admin, database)
+    assert code == 3, output
+    assert "re-run of the gold returning its ORDER BY keys could not run" in output, output
+    assert "mismatch" not in output

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +15,9 @@ from polysql_testkit.counted_runs import counting
 
 import polysql
 from polysql.backends.base import Backend
+from polysql.core.errors import EvidenceUnavailableError
 from polysql.core.model import Result
-from polysql.normalizers.gold import judge, run_gold
+from polysql.normalizers.gold import judge, judge_within_row_cap, run_gold
 
 # ORDER BY a key the gold does not return, cut by a LIMIT inside a tie group: both re-runs
 GOLD = "SELECT name FROM scores ORDER BY points DESC LIMIT 2"
@@ -121,3 +122,60 @@ def test_a_thread_waiting_for_another_making_the_re_runs_says_so(engine: Backend
     assert waits and "first" not in waits
     assert len([sql for sql in ran if sql != GOLD]) == 2  # keyed and widened, once each
     assert judged.match, judged.reason
+
+
+@pytest.fixture
+def closing(tmp_path: Path) -> Iterator[Backend]:
+    """A connection of its own to a copy of the scores, for a test to close under the judge."""
+    path = tmp_path / "s.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE scores (name TEXT, points INTEGER)")
+        conn.executemany("INSERT INTO scores VALUES (?, ?)",
+                         [("ann", 9), ("bob", 7), ("cy", None), ("dee", 7), ("eve", 1)])
+    with polysql.connect(f"sqlite:///{path}") as backend:
+        yield backend
+
+
+def test_an_engine_gone_before_the_re_runs_withholds_the_verdict(closing: Backend) -> None:
+    gold = run_gold(GOLD, "sqlite", closing.execute, deferred=True)
+    pred = closing.execute("SELECT name FROM scores ORDER BY points LIMIT 2")
+    closing.close()  # the engine goes away between the gold's run and its re-runs
+    with pytest.raises(EvidenceUnavailableError) as caught:
+        judge(gold, pred, closing.execute)
+    assert caught.value.side == "gold"
+    assert "re-run of the gold returning its ORDER BY keys could not run on sqlite" in \
+        str(caught.value)
+    assert gold.pending is not None  # kept: judging again, the engine back, makes them
+
+
+def test_an_engine_gone_before_the_null_order_re_run_withholds_the_verdict(
+        closing: Backend) -> None:
+    # NULLs sort first in SQLite; a prediction with them last misses the gold as run, and a
+    # LIMIT means only a re-run under the other convention can tell
+    gold_sql = "SELECT name FROM scores ORDER BY points LIMIT 4"
+    gold = run_gold(gold_sql, "sqlite", closing.execute)  # its own re-runs made up front
+    pred = closing.execute("SELECT name FROM scores ORDER BY points IS NULL, points LIMIT 4")
+    assert judge(gold, pred, closing.execute).match  # the re-run shows it right
+    closing.close()
+    with pytest.raises(EvidenceUnavailableError) as caught:
+        judge(gold, pred, closing.execute)
+    assert caught.value.side == "gold" and "NULLs ordered by" in str(caught.value)
+
+
+def test_a_prediction_engine_gone_before_the_higher_cap_re_run_withholds_the_verdict(
+        engine: Backend, closing: Backend) -> None:
+    # both cut at a cap of 2 rows: the verdict rests on rows only a higher cap shows
+    sql = "SELECT name FROM scores"
+    gold = run_gold(sql, "sqlite", lambda text: engine.execute(text, max_rows=2))
+    pred = closing.execute(sql, max_rows=2)
+    assert gold.result.truncated and pred.truncated
+    closing.close()  # the prediction's engine goes away before its re-run
+
+    def rerun(cap: int) -> tuple[Callable[[str], Result], Result]:
+        return (lambda text: engine.execute(text, max_rows=cap),
+                closing.execute(sql, max_rows=cap))
+
+    with pytest.raises(EvidenceUnavailableError) as caught:
+        judge_within_row_cap(gold, pred, engine.execute, rerun, 2)
+    assert caught.value.side == "prediction"
+    assert "re-run of the prediction under a row cap of 20" in str(caught.value)

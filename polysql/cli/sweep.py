@@ -278,6 +278,11 @@ def sweep_exit_code(outcome: SweepOutcome) -> int:
                       "pending (nothing was scored for them): start or fix the model endpoint "
                       "(base_url, key, model id in polysql.toml), then re-run the same command",
                       highlight=False)
+    for where, (why, count) in outcome.withheld.items():
+        console.print(f"[red]{count} verdict(s) on {escape(where)} withheld:[/] {escape(why)}; "
+                      "those predictions are pending (nothing was scored for them): once the "
+                      "engine answers again, re-run the same command to judge them",
+                      highlight=False)
     if outcome.internal_errors:
         return EXIT_INTERNAL
     if outcome.broken_databases:
@@ -287,7 +292,8 @@ def sweep_exit_code(outcome: SweepOutcome) -> int:
             console.print(f"{outcome.superseded} record(s) outside this selection (--limit, "
                           "--question) were made from inputs that have changed since; they are "
                           "pending until a run without that selection re-evaluates them")
-        elif not (outcome.dead_engines or outcome.unavailable or outcome.gold_failures):
+        elif not (outcome.dead_engines or outcome.unavailable or outcome.gold_failures
+                  or outcome.withheld):
             console.print(f"{outcome.pending} record(s) planned by earlier invocations of this run "
                           "folder are pending; re-run with the same predictors and engines (or "
                           "--fresh to start over)")

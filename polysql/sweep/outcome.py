@@ -36,6 +36,9 @@ class SweepOutcome:
     # database id -> why its gold queries could not be run at all (its copy could not be made,
     # its engine stopped answering): its questions are pending, not judged
     gold_failures: dict[str, str] = field(default_factory=dict)
+    # "database D" or an engine -> (why, how many predictions stay pending): a re-run their
+    # verdict needed (the gold's, or the prediction's under a higher row cap) met an outage
+    withheld: dict[str, tuple[str, int]] = field(default_factory=dict)
     # work items that hit a bug in polysql: (what, traceback); their work stays pending
     internal_errors: list[tuple[str, str]] = field(default_factory=list)
     damaged_lines: int = 0  # unreadable lines dropped from results.jsonl at the start
@@ -58,6 +61,9 @@ class SweepOutcome:
                   "are pending." for db_id, why in self.gold_failures.items()]
         notes += [f"{name} gave no answers ({why}); {count} prediction(s) pending."
                   for name, (why, count) in self.unavailable.items()]
+        notes += [f"On {where}, {count} verdict(s) were withheld: a re-run they needed met an "
+                  f"outage ({why}); those predictions are pending."
+                  for where, (why, count) in self.withheld.items()]
         if self.internal_errors:
             notes.append(f"{len(self.internal_errors)} work item(s) hit an internal error.")
         if self.superseded:

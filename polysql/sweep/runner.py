@@ -192,7 +192,7 @@ class Sweep:
             cache_hits=hits, elapsed=timings.wall, models=self.model_usage(),
             reevaluated=work_plan.reevaluated, superseded=work_plan.superseded,
             unavailable=dict(work.unavailable), broken_databases=broken_databases(records),
-            gold_failures=dict(work.gold_failures),
+            gold_failures=dict(work.gold_failures), withheld=dict(work.withheld),
             internal_errors=list(work.internal_errors), damaged_lines=work_plan.damaged_lines,
             timings=timings,
         )

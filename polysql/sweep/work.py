@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from polysql.backends.base import Backend
-from polysql.core.errors import EngineError, PolysqlError
+from polysql.core.errors import EngineError, EvidenceUnavailableError, PolysqlError
 from polysql.core.model import Result, Verdict
 from polysql.core.predictor import Prediction, Predictor, TargetEngine
 from polysql.core.store import ResultsStore
@@ -91,6 +91,9 @@ class SweepWork:
         # database id -> why its gold queries could not run (its copy could not be made, or its
         # engine stopped answering): its questions stay pending, never judged without a gold
         self.gold_failures: dict[str, str] = {}
+        # where a re-run judging needed met an outage ("database D" for the gold's, the engine's
+        # name for the prediction's) -> (why, predictions left pending)
+        self.withheld: dict[str, tuple[str, int]] = {}
 
     def run(self, pending: dict[str, list[WorkItem]]) -> None:
         need_gold = {item.question.id: item.question for items in pending.values() for item in items}
@@ -462,9 +465,12 @@ class SweepWork:
                     return (functools.partial(gold_run, max_rows=max_rows),
                             self.executor.execute(backend, spec, fingerprint, pred_sql,
                                                   max_rows=max_rows))
-            with self.timings.stage("compare"):
-                judged = judge_within_row_cap(gold, result, gold_run, rerun,
-                                              self.executor.max_rows, **self.policy)
+            try:
+                with self.timings.stage("compare"):
+                    judged = judge_within_row_cap(gold, result, gold_run, rerun,
+                                                  self.executor.max_rows, **self.policy)
+            except EvidenceUnavailableError as lost:
+                return self._withhold(spec, item, source, slot, lost)
             verdict, gold, result = judged.verdict, judged.gold, judged.pred
         with self.timings.stage("record"):
             record = build_record(dataset=self.dataset.name, question=question,
@@ -476,6 +482,31 @@ class SweepWork:
                 self._out.write(record)
                 self.written += 1
         self.observer.advance(record)
+        return True
+
+    def _withhold(self, spec: EngineSpec, item: WorkItem, source: str, slot: int,
+                  lost: EvidenceUnavailableError) -> bool:
+        """A re-run the verdict needed met an outage: no record (the prediction stays pending,
+        as any outage leaves it), said once per database or engine. When it was the
+        prediction's engine, its connection is opened again for the next item, and the engine
+        abandoned if that fails too; False then, as for any outage of the engine."""
+        question = item.question
+        where = f"database {question.db_id}" if lost.side == "gold" else spec.name
+        with self._write_lock:
+            why, count = self.withheld.get(where, (str(lost), 0))
+            self.withheld[where] = (why, count + 1)
+        if not count:
+            self.observer.message(f"{where}: a verdict was withheld ({lost}); the prediction "
+                                  "stays pending")
+        self.observer.advance()
+        if lost.side == "gold":
+            return True
+        try:
+            with self.timings.stage("load"):
+                self.fleet.reconnect(spec, question.db_id, source, slot)
+        except EngineError as exc:
+            self._abandon(spec, str(exc))
+            return False
         return True
 
 

@@ -7,14 +7,17 @@ Three ways, tried in this order by :mod:`polysql.normalizers.compare`:
 * ``position``: same number of columns; column i answers column i.
 * ``value``: each gold column is paired with a distinct predicted column holding the same values
   (same multiset, or the same vector when row order is strict). Found by hashing each column's
-  canonical values once, never by trying permutations, so ``SELECT COUNT(*)`` and
-  ``SELECT COUNT(*) AS n, name`` can still be compared.
+  canonical values once, so ``SELECT COUNT(*)`` and ``SELECT COUNT(*) AS n, name`` can still be
+  compared. Only where several columns hold the same values (a home and an away team, each
+  team as often in either) are their other pairings tried too, a bounded number
+  (:func:`value_pairings`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -93,3 +96,48 @@ def align_by_value(gold_signatures: Sequence[Hashable], pred_signatures: Sequenc
             return None
         mapping.append(candidates.pop(0))
     return Alignment("value", tuple(mapping))
+
+
+#: Pairings of columns holding the same values tried in all, the first included: every pairing
+#: of up to four such columns (4! = 24).
+MOST_VALUE_PAIRINGS = 24
+
+
+def value_pairings(gold_signatures: Sequence[Hashable], pred_signatures: Sequence[Hashable], *,
+                   allow_extra: bool) -> Iterator[Alignment]:
+    """:func:`align_by_value`'s pairing, then the others that pair gold columns of one signature
+    with other predicted columns of that signature, up to :data:`MOST_VALUE_PAIRINGS` in all.
+
+    Equal signatures say only that two columns hold the same values (as a multiset): which of
+    them answers which gold column shows in the rows alone, so each pairing is a candidate for
+    the rows to confirm. Lazy: a caller that finds its match stops asking.
+    """
+    first = align_by_value(gold_signatures, pred_signatures, allow_extra=allow_extra)
+    if first is None:
+        return
+    yield first
+    golds_of: dict[Hashable, list[int]] = {}
+    for i, signature in enumerate(gold_signatures):
+        golds_of.setdefault(signature, []).append(i)
+    preds_of: dict[Hashable, list[int]] = {}
+    for j, signature in enumerate(pred_signatures):
+        preds_of.setdefault(signature, []).append(j)
+    groups = [(golds, preds_of[signature]) for signature, golds in golds_of.items()
+              if len(preds_of[signature]) > 1]
+    if not groups:
+        return
+    # each group's choices bounded before the product, which lists its inputs whole
+    choices = [list(itertools.islice(itertools.permutations(preds, len(golds)),
+                                     MOST_VALUE_PAIRINGS)) for golds, preds in groups]
+    tried = 1
+    for picked in itertools.product(*choices):
+        mapping = list(first.mapping)
+        for (golds, _), columns in zip(groups, picked, strict=True):
+            for i, j in zip(golds, columns, strict=True):
+                mapping[i] = j
+        if tuple(mapping) == first.mapping:
+            continue
+        yield Alignment("value", tuple(mapping))
+        tried += 1
+        if tried >= MOST_VALUE_PAIRINGS:
+            return

@@ -10,6 +10,7 @@ docs/comparison.md states every rule, its default and its policy switch.
 from __future__ import annotations
 
 import gc
+import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -24,8 +25,8 @@ from polysql.normalizers.align import (
     Alignment,
     align_by_name,
     align_by_position,
-    align_by_value,
     column_signature,
+    value_pairings,
 )
 from polysql.normalizers.columns import ResultColumns
 from polysql.normalizers.describe import plural, row_span
@@ -309,17 +310,28 @@ def _alignments(gold: ResultColumns, pred: ResultColumns, order: RowOrder, pol: 
     # a prediction matched by name or position never pays for hashing every column), and not
     # when the names already said which column is which. With equal widths that leaves a
     # prediction listing the same columns in another order under other names; the same names
-    # (a repeated FirstName for employee and manager) leave their order to say which is which.
+    # (a repeated FirstName for employee and manager) leave their order to say which is which,
+    # unless names are not to count at all (align_by_name off, as Spider's evaluator has it).
     if pol.align_by_value and (gold.width != pred.width
-                               or (by_name is None and not _same_headers(gold, pred, pol))):
+                               or (by_name is None and (not pol.align_by_name
+                                                        or not _same_headers(gold, pred, pol)))):
         strict = order.ordered and order.keys is None
         gold_sigs = [column_signature(gold.keys(j, _self_reading(gold, j, pol)), strict,
                                       distinct=order.distinct) for j in range(gold.width)]
         pred_sigs = [column_signature(pred.keys(j, _self_reading(pred, j, pol)), strict,
                                       distinct=order.distinct) for j in range(pred.width)]
-        by_value = align_by_value(gold_sigs, pred_sigs, allow_extra=pol.allow_extra_columns)
-        if by_value is not None and by_value.mapping not in seen:
-            yield by_value
+        # Each further pairing costs a comparison of the rows: fewer of them on large results.
+        pairings = max(2, _PAIRING_ROWS // max(1, gold.height, pred.height))
+        for by_value in itertools.islice(value_pairings(
+                gold_sigs, pred_sigs, allow_extra=pol.allow_extra_columns), pairings):
+            if by_value.mapping not in seen:
+                seen.add(by_value.mapping)
+                yield by_value
+
+
+#: Rows compared in all across the pairings of same-valued columns that value alignment tries
+#: after its first (at least one more is always tried).
+_PAIRING_ROWS = 2_000_000
 
 
 def _same_headers(gold: ResultColumns, pred: ResultColumns, pol: ComparePolicy) -> bool:

@@ -211,6 +211,26 @@ def test_count_star_found_among_predicted_columns_by_value(sqlite: Backend, duck
     assert not off.match
 
 
+def test_columns_holding_the_same_values_try_their_other_pairing(sqlite: Backend,
+                                                                  duckdb: Backend) -> None:
+    """Every team plays as often at home as away: the two columns hold the same values, so only
+    the rows can say which answers which. The prediction lists them the other way round under
+    other names, and an extra column makes the widths differ: the second pairing matches."""
+    gold_sql = ("SELECT 'ann' AS home, 'bob' AS away UNION ALL SELECT 'bob', 'cy' "
+                "UNION ALL SELECT 'cy', 'ann'")
+    verdict = judge(sqlite, gold_sql, duckdb,
+                    "SELECT day, away AS guest, home AS host FROM (VALUES ('ann', 'bob', 1), "
+                    "('bob', 'cy', 2), ('cy', 'ann', 3)) AS m(home, away, day)")
+    assert verdict.match, verdict.reason
+    assert verdict.details["alignment"] == "value"
+    assert verdict.details["column_map"] == [2, 1]
+    # teams paired otherwise are not the answer under any pairing
+    wrong = judge(sqlite, gold_sql, duckdb,
+                  "SELECT 1 AS day, 'ann' AS guest, 'bob' AS host UNION ALL "
+                  "SELECT 2, 'bob', 'ann' UNION ALL SELECT 3, 'cy', 'cy'")
+    assert not wrong.match, wrong.reason
+
+
 # -- empty, errors, truncation --------------------------------------------------------------------
 
 def test_both_empty_match(sqlite: Backend, duckdb: Backend) -> None:

@@ -181,6 +181,14 @@ PRESETS: dict[str, dict[str, Any]] = {
              "numeric_tolerance": False, "numeric_strings": False, "trim_trailing_spaces": False,
              "temporal_text": False, "ties_at_limit": False, "null_order": "strict",
              "text_order": "strict"},
+    # Spider's test-suite execution match: the rows as a bag, or as a sequence when the gold has
+    # an ORDER BY, each row's values by Python's ==, with the predicted columns in any order but
+    # no column more or fewer; no allowance for ties, NULLs or another collation either.
+    "spider": {"align_by_name": False, "allow_extra_columns": False,
+               "numeric_tolerance": False, "numeric_strings": False,
+               "trim_trailing_spaces": False, "temporal_text": False, "midnight_as_date": False,
+               "ties_any_order": False, "ties_at_limit": False, "null_order": "strict",
+               "text_order": "strict"},
 }
 
 

@@ -30,7 +30,7 @@ from polysql.normalizers.gold import judge_within_row_cap, run_gold
 @click.option("--ordered/--unordered", default=None, help="Force order sensitivity (default: inferred).")
 @click.option("--timeout", default=30.0, show_default=True)
 @click.option("--policy", "policy_items", multiple=True,
-              help="Comparison policy override KEY=VALUE, or a preset (bird: BIRD's own verdicts).")
+              help="Comparison policy override KEY=VALUE, or a preset (bird, spider: those evaluators' own verdicts).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
                 ordered: bool | None, timeout: float, policy_items: tuple[str, ...],

@@ -149,8 +149,8 @@ def _usage_table(models: dict[str, dict[str, Any]]) -> Table:
 @click.option("--question", "question_ids", multiple=True, help="Only these question ids (repeatable).")
 @click.option("--limit", type=int, default=None, help="Only the first N questions.")
 @click.option("--policy", "policy_items", multiple=True,
-              help="Comparison policy override KEY=VALUE, or a preset (bird: BIRD's own "
-                   "verdicts); see docs/comparison.md; repeatable.")
+              help="Comparison policy override KEY=VALUE, or a preset (bird, spider: those "
+                   "evaluators' own verdicts); see docs/comparison.md; repeatable.")
 @click.option("--no-cache", is_flag=True,
               help="Do not read or write the execution cache or the model response cache.")
 @click.option("--fresh", is_flag=True, help="Discard earlier results in the run folder.")

@@ -151,8 +151,13 @@ def test_the_bird_preset_judges_as_bird_does(shop: str) -> None:
     assert compare(shop, gold, "SELECT DISTINCT customer FROM orders", "--policy", "bird")[0] == 0
     assert compare(shop, "SELECT 1", "SELECT '1'")[0] == 0
     assert compare(shop, "SELECT 1", "SELECT '1'", "--policy", "bird")[0] == EXIT_MISMATCH
-    code, output = compare(shop, gold, gold, "--policy", "spider")
-    assert code == 2 and "KEY=VALUE or a preset (bird)" in output, output
+    code, output = compare(shop, gold, gold, "--policy", "sparc")
+    assert code == 2 and "KEY=VALUE or a preset (bird, spider)" in output, output
+    # and Spider's: columns in any order, no column more, duplicates counted
+    assert compare(shop, gold, with_id, "--policy", "spider")[0] == EXIT_MISMATCH
+    assert compare(shop, with_id, "SELECT customer, id FROM orders", "--policy", "spider")[0] == 0
+    assert compare(shop, gold, "SELECT DISTINCT customer FROM orders",
+                   "--policy", "spider")[0] == EXIT_MISMATCH
 
 
 # Terminates its own session when run inside the gold's re-run that returns the ORDER BY keys

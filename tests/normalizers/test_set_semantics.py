@@ -180,8 +180,9 @@ def test_the_bird_preset_by_name(lite: Backend) -> None:
     assert polysql.compare(gold, extra, policy="bird", align_by_name=True).match
     same = polysql.compare(gold, lite.execute("SELECT DISTINCT city FROM visits"), policy="bird")
     assert same.match and same.reason == "same 3 distinct rows as sets"
-    with pytest.raises(ComparisonError, match="unknown comparison policy preset 'spider'.*bird"):
-        polysql.compare(gold, extra, policy="spider")
+    with pytest.raises(ComparisonError,
+                       match="unknown comparison policy preset 'sparc'.*bird, spider"):
+        polysql.compare(gold, extra, policy="sparc")
 
 
 # -- the engine conventions still apply ---------------------------------------------------------

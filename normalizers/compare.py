@@ -212,7 +212,7 @@ def _compare(gold: Result, pred: Result, gold_sql: str | None, ordered: bool | N
             first_failure = (alignment, outcome, extra, sides)
     if first_failure is None:
         details.update(alignment=None, rule="columns", mismatch="columns")
-        return Verdict(False, caveat + _unalignable_reason(gold_cols, pred_cols), details)
+        return Verdict(False, caveat + _unalignable_reason(gold_cols, pred_cols, pol), details)
     alignment, outcome, extra, sides = first_failure
     assert sides is not None  # only a match skips building them
     details.update(_alignment_details(alignment, pred_cols), **extra,
@@ -352,14 +352,19 @@ def _alignment_details(alignment: Alignment, pred: ResultColumns) -> dict[str, A
             "ignored_pred_columns": [pred.names[j] for j in alignment.ignored(pred.width)]}
 
 
-def _unalignable_reason(gold: ResultColumns, pred: ResultColumns) -> str:
+def _unalignable_reason(gold: ResultColumns, pred: ResultColumns, pol: ComparePolicy) -> str:
     if pred.width == 0 and gold.width:
         # What a statement that answers nothing gives (MySQL's DO, a SELECT ... INTO where it is
         # allowed): say so rather than list zero columns to align.
         return (f"the prediction returned no result set (no columns); gold has "
                 f"{plural(gold.width, 'column')} {gold.names}")
+    # only the ways the policy allows (a preset may turn names or values off)
+    ways = [way for way, allowed in (("name", pol.align_by_name), ("position", True),
+                                     ("values", pol.align_by_value)) if allowed]
+    tried = ", ".join(ways[:-1]) + f" or {ways[-1]}" if len(ways) > 1 else ways[0]
+    extra = "" if pol.allow_extra_columns else " (no extra predicted column allowed)"
     return (f"columns cannot be aligned: gold has {plural(gold.width, 'column')} {gold.names}, "
-            f"predicted {pred.width} {pred.names}; no alignment by name, position or values")
+            f"predicted {pred.width} {pred.names}; no alignment by {tried}{extra}")
 
 
 def _read_json_pairs(gold: ResultColumns, pred: ResultColumns, widened: ResultColumns | None,

@@ -135,3 +135,12 @@ def test_columns_of_the_same_values_in_any_order() -> None:
                               policy="spider")
     assert verdict.match, verdict.reason
     assert verdict.details["column_map"] == [1, 2, 0]
+
+
+def test_an_extra_column_is_refused_in_the_preset_s_own_words() -> None:
+    gold, pred = Result(["a"], [(1,)]), Result(["b", "a"], [(2, 1)])
+    verdict = polysql.compare(gold, pred, policy="spider")
+    assert not verdict.match
+    assert verdict.reason.endswith("no alignment by position or values (no extra predicted "
+                                   "column allowed)"), verdict.reason
+    assert polysql.compare(gold, pred).match  # the contract ignores the extra column

@@ -28,8 +28,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from polysql.core.errors import EvidenceUnavailableError
 from polysql.core.model import Result, Verdict
+from polysql.core.outage import require_available
 from polysql.normalizers import text_order
 from polysql.normalizers.compare import GOLD_DIALECT, compare, resolve_policy
 from polysql.normalizers.gold_memo import GoldMemo
@@ -107,33 +107,20 @@ def run_gold(sql: str, dialect: str, run: Callable[[str], Result], *,
     def evidence() -> Evidence:
         compared, hidden, base_sql = result, 0, sql
         if keyed is not None:
-            keyed_result = needed(run(keyed.sql), "gold", "re-run of the gold returning its "
-                                  "ORDER BY keys")
+            keyed_result = require_available(run(keyed.sql), "the re-run of the gold "
+                                             "returning its ORDER BY keys", side="gold")
             # Usable only when it returned as many rows; otherwise the ties stay unknown.
             if keyed_result.ok and len(keyed_result.rows) == len(result.rows):
                 compared, hidden, base_sql = keyed_result, keyed.hidden_columns, keyed.sql
         wider_sql = widen_limit(base_sql, dialect)
         if wider_sql is None:
             return compared, hidden, None
-        return compared, hidden, needed(run(wider_sql), "gold",
-                                        "re-run of the gold with its LIMIT widened")
+        return compared, hidden, require_available(
+            run(wider_sql), "the re-run of the gold with its LIMIT widened", side="gold")
 
     if deferred and (keyed is not None or widens(sql, dialect)):
         return GoldRuns(sql, dialect, result, result, pending=evidence, waiting=waiting)
     return GoldRuns(sql, dialect, result, *evidence())
-
-
-def needed(result: Result, side: str, what: str) -> Result:
-    """``result`` of a re-run judging needs, unless its engine could not run it at all: then
-    EvidenceUnavailableError. A re-run that failed otherwise (over the time limit, say) is
-    judged without, as its own rule says; an outage is never a verdict."""
-    if result.unavailable:
-        assert result.error is not None
-        engine = f" on {result.engine}" if result.engine else ""
-        raise EvidenceUnavailableError(
-            f"the {what} could not run{engine}: the engine is unavailable "
-            f"({result.error.message}); no verdict was reached", side=side)
-    return result
 
 
 def _replaced_nulls(gold: GoldRuns) -> dict[str, list[tuple[Any, ...]]] | None:
@@ -245,9 +232,11 @@ def judge_within_row_cap(gold: GoldRuns, pred: Result, run: Callable[[str], Resu
     if rerun is not None and rests_on_cut_rows(gold.result, pred, set_semantics=as_sets):
         higher = row_cap * ROW_CAP_GROWTH
         run_higher, pred_higher = rerun(higher)
-        needed(pred_higher, "prediction", f"re-run of the prediction under a row cap of {higher}")
+        require_available(pred_higher, f"the re-run of the prediction under a row cap of "
+                          f"{higher}", side="prediction")
         gold_higher = run_gold(gold.sql, gold.dialect, run_higher)
-        needed(gold_higher.result, "gold", f"re-run of the gold under a row cap of {higher}")
+        require_available(gold_higher.result, f"the re-run of the gold under a row cap of {higher}",
+                          side="gold")
         # a re-run that failed (over the time limit, say) leaves the verdict on what was seen
         if gold_higher.result.ok and pred_higher.ok:
             again = judge(gold_higher, pred_higher, run_higher, ordered=ordered, **policy)
@@ -271,8 +260,8 @@ def _with_nulls_elsewhere(gold: GoldRuns, pred: Result, run: Callable[[str], Res
                                dataclasses.replace(gold.compared, rows=rows))
         elif run is not None:
             variant = run_gold(variant_sql, gold.dialect, run)
-            needed(variant.result, "gold", "re-run of the gold with NULLs ordered by the "
-                   f"{label.replace('_', ' ')} convention")
+            require_available(variant.result, "the re-run of the gold with NULLs ordered by the "
+                              f"{label.replace('_', ' ')} convention", side="gold")
         else:
             continue  # only a re-run could tell, and there is no engine to run it on
         if not variant.result.ok or variant.result.rows == gold.result.rows:

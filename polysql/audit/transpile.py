@@ -27,10 +27,10 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.core.errors import ConfigError, DatasetError, ResultsStoreError
 from polysql.core.model import Result
+from polysql.core.outage import require_available
 from polysql.core.store import RESULTS_FILE, ResultsStore, read_run_info, run_plan, sweep_folder
 from polysql.datasets.base import Dataset
 from polysql.datasets.registry import get_dataset, spec_in
-from polysql.engines.outage import require_available
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import resolve_policy
 from polysql.normalizers.gold import GoldRuns, judge_within_row_cap, run_gold

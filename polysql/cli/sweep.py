@@ -279,10 +279,9 @@ def sweep_exit_code(outcome: SweepOutcome) -> int:
                       "(base_url, key, model id in polysql.toml), then re-run the same command",
                       highlight=False)
     for where, (why, count) in outcome.withheld.items():
+        # ``why`` already says nothing was scored and what to do
         console.print(f"[red]{count} verdict(s) on {escape(where)} withheld:[/] {escape(why)}; "
-                      "those predictions are pending (nothing was scored for them): once the "
-                      "engine answers again, re-run the same command to judge them",
-                      highlight=False)
+                      "those predictions are pending", highlight=False)
     if outcome.internal_errors:
         return EXIT_INTERNAL
     if outcome.broken_databases:

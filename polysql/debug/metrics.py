@@ -17,8 +17,8 @@ from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer import optimize
 from sqlglot.tokens import Token, TokenType
 
+from polysql.core.outage import require_available
 from polysql.core.sqlglot_quiet import quietly
-from polysql.engines.outage import require_available
 from polysql.normalizers.compare import compare
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def execution_match(prediction: str | None, references: Sequence[str], backend: 
     """Run the prediction and each reference on ``backend``; a match when the prediction's result
     equals any reference's under polysql's comparison (order inferred from the reference). An
     engine that could not run a statement at all raises EngineUnavailableError: an outage is
-    nobody's wrong answer (see :mod:`polysql.engines.outage`)."""
+    nobody's wrong answer (see :mod:`polysql.core.outage`)."""
 
     if prediction is None:
         return False

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Backend
 from polysql.core.errors import ConfigError, EngineError
 from polysql.core.model import Result, Timing
-from polysql.engines.outage import require_available
+from polysql.core.outage import require_available
 
 __all__ = ["DEFAULT_RUNS", "DEFAULT_WARMUP", "QUERIES", "TimedRun", "TimingError",
            "measured_order", "run_seconds", "time_pair"]

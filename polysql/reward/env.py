@@ -18,10 +18,10 @@ from polysql.analysis.rewrite.noop import is_noop
 from polysql.backends.base import Backend
 from polysql.core.errors import ConfigError, PolysqlError
 from polysql.core.model import Result
+from polysql.core.outage import require_available
 from polysql.datasets.registry import get_dataset
 from polysql.datasets.reward.tasks import ISSUE_TYPES, RewardTask
 from polysql.engines.copies import EvaluationCopies
-from polysql.engines.outage import require_available
 from polysql.engines.registry import default_grading_engine
 from polysql.engines.timing import TimingError, time_pair
 from polysql.normalizers.compare import compare

@@ -30,7 +30,7 @@ does not answer) is neither: :func:`usable_cases` sets it aside as a :class:`Ski
 reason, so the other pools can still be evaluated and the skip is reported, never hidden. An
 engine that goes away during a run (any statement answers ``unavailable``) is not a method's
 failure either: :class:`EngineUnavailableError` is raised and nothing is scored for that case
-(see :mod:`polysql.engines.outage`).
+(see :mod:`polysql.core.outage`).
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ from polysql.core.errors import (
     LLMUnavailableError,
 )
 from polysql.core.model import Result
+from polysql.core.outage import require_available
 from polysql.datasets.rewrite.cases import Contract, RewriteCase, split_statements
 from polysql.engines.copies import engine_name
-from polysql.engines.outage import require_available
 from polysql.engines.timing import (
     DEFAULT_RUNS,
     DEFAULT_WARMUP,

@@ -496,8 +496,7 @@ class SweepWork:
             why, count = self.withheld.get(where, (str(lost), 0))
             self.withheld[where] = (why, count + 1)
         if not count:
-            self.observer.message(f"{where}: a verdict was withheld ({lost}); the prediction "
-                                  "stays pending")
+            self.observer.message(f"{where}: a verdict was withheld: {lost}")
         self.observer.advance()
         if lost.side == "gold":
             return True

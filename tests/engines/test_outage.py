@@ -13,7 +13,7 @@ from polysql_testkit.sqlite_files import built_sqlite
 import polysql
 from polysql.backends.base import Backend
 from polysql.core.errors import EngineUnavailableError
-from polysql.engines.outage import require_available
+from polysql.core.outage import require_available
 from polysql.engines.timing import TimingError, time_pair
 
 

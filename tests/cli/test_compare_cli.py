@@ -181,32 +181,19 @@ def test_an_engine_gone_before_a_re_run_the_verdict_needs_exits_3(tmp_path: Path
     is another order, so judging needs the gold re-run with its keys, and the server ends the
     session in that very re-run. That is an outage (exit 3, saying which re-run), never the
     mismatch the gold as written would have given."""
-    path = tmp_path / "scores.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE scores (name TEXT, points INTEGER)")
-        conn.executemany("INSERT INTO scores VALUES (?, ?)",
-                         [("ann", 9), ("bob", 7), ("cy", 7), ("dee", 3)])
-    conn.close()
-    admin = engine_postgres.admin_url()
-    database = f"polysql_cli_rerun_{os.getpid()}"
-    copy = admin.set(database=database).render_as_string(hide_password=False)
-    try:
-        polysql.load(f"sqlite:///{path}", copy)
-    except EngineUnavailableError as exc:
-        availability.unavailable("postgres", str(exc))
-    try:
-        import psycopg
+    from polysql_testkit import pg_fixtures  # its client is not in every install
 
-        with psycopg.connect(host=admin.host or "127.0.0.1", port=admin.port or 5432,
-                             user=admin.username or "postgres", password=admin.password,
-                             dbname=database, autocommit=True) as conn:
+    source = pg_fixtures.build_sqlite(tmp_path / "scores.sqlite", """
+        CREATE TABLE scores (name TEXT, points INTEGER);
+        INSERT INTO scores VALUES ('ann', 9), ('bob', 7), ('cy', 7), ('dee', 3);""")
+    server = pg_fixtures.server_url()
+    with pg_fixtures.evaluation_copy(server, source, "polysql_cli_rerun") as (copy, database):
+        with pg_fixtures.admin_connection(server, database) as conn:
             (schema,) = conn.execute("SELECT table_schema FROM information_schema.tables "
                                      "WHERE table_name = 'scores'").fetchone()
             conn.execute(DIES_IN_THE_KEYED_RE_RUN.format(schema=schema))
         code, output = compare(copy, "SELECT name FROM scores ORDER BY k(points) DESC",
                                "SELECT name FROM scores ORDER BY points")
-    finally:
-        drop_evaluation_database(admin, database)
     assert code == 3, output
     assert "re-run of the gold returning its ORDER BY keys could not run" in output, output
     assert "mismatch" not in output

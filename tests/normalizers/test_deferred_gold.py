@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from polysql_testkit.counted_runs import counting
+from polysql_testkit.sqlite_files import built_sqlite
 
 import polysql
 from polysql.backends.base import Backend
@@ -127,11 +128,9 @@ def test_a_thread_waiting_for_another_making_the_re_runs_says_so(engine: Backend
 @pytest.fixture
 def closing(tmp_path: Path) -> Iterator[Backend]:
     """A connection of its own to a copy of the scores, for a test to close under the judge."""
-    path = tmp_path / "s.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE scores (name TEXT, points INTEGER)")
-        conn.executemany("INSERT INTO scores VALUES (?, ?)",
-                         [("ann", 9), ("bob", 7), ("cy", None), ("dee", 7), ("eve", 1)])
+    path = built_sqlite(tmp_path / "s.sqlite", lambda conn: conn.executescript(
+        "CREATE TABLE scores (name TEXT, points INTEGER);"
+        "INSERT INTO scores VALUES ('ann', 9), ('bob', 7), ('cy', NULL), ('dee', 7), ('eve', 1)"))
     with polysql.connect(f"sqlite:///{path}") as backend:
         yield backend
 

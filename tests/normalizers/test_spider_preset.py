@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import itertools
 import random
-import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import pytest
+from polysql_testkit.sqlite_files import built_sqlite
 
 import polysql
 from polysql.backends.base import Backend
@@ -40,13 +39,10 @@ def spider_equal(gold: Sequence[Row], pred: Sequence[Row], order_matters: bool) 
 
 @pytest.fixture(scope="module")
 def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
-    path: Path = tmp_path_factory.mktemp("spider") / "visits.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE visits (id INTEGER, city TEXT, score INTEGER, ratio REAL)")
-        conn.execute("INSERT INTO visits VALUES (1, 'Oslo', 3, 0.1), (2, 'Oslo', NULL, 0.2), "
-                     "(3, 'Lima', 1, 0.3), (4, 'Lima', NULL, 0.3), (5, 'Pune', 2, 0.1), "
-                     "(6, 'Oslo', 5, 0.7)")
-    conn.close()
+    path = built_sqlite(tmp_path_factory.mktemp("spider") / "visits.sqlite", lambda conn: conn.executescript(
+        "CREATE TABLE visits (id INTEGER, city TEXT, score INTEGER, ratio REAL);"
+        "INSERT INTO visits VALUES (1, 'Oslo', 3, 0.1), (2, 'Oslo', NULL, 0.2), "
+        "(3, 'Lima', 1, 0.3), (4, 'Lima', NULL, 0.3), (5, 'Pune', 2, 0.1), (6, 'Oslo', 5, 0.7)"))
     with polysql.connect(f"sqlite:///{path}") as backend:
         yield backend
 

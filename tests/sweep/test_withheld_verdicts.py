@@ -7,22 +7,19 @@ exits 6; once the engine answers again, the same command judges it."""
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from polysql_testkit import pg_fixtures
+from polysql_testkit.cli_runs import run_sweep
 from sqlalchemy.engine import URL
 
 from polysql.cli.main import EXIT_INCOMPLETE
 from polysql.core.store import ResultsStore
 
-pytestmark = [pytest.mark.postgres]
+pytestmark = [pytest.mark.postgres, pytest.mark.usefixtures("isolated_cache")]
 
 ROWS = [("ann", 9), ("bob", 7), ("cy", 7), ("dee", 3), ("eve", 1)]
 MAX_ROWS = 2
@@ -85,10 +82,9 @@ def dataset(tmp_path: Path, server: Server) -> Path:
     root = tmp_path / "bird"
     folder = root / "dev_databases" / server.db_id
     folder.mkdir(parents=True)
-    with sqlite3.connect(folder / f"{server.db_id}.sqlite") as conn:
-        conn.execute("CREATE TABLE scores (name TEXT, points INTEGER)")
-        conn.executemany("INSERT INTO scores VALUES (?, ?)", ROWS)
-    conn.close()
+    pg_fixtures.build_sqlite(folder / f"{server.db_id}.sqlite", (
+        "CREATE TABLE scores (name TEXT, points INTEGER); INSERT INTO scores VALUES "
+        + ", ".join(f"('{name}', {points})" for name, points in ROWS)))
     (root / "dev.json").write_text(json.dumps([
         {"question_id": 0, "db_id": server.db_id, "question": "who scored?",
          "SQL": "SELECT name FROM scores", "evidence": "", "difficulty": "simple"}]))
@@ -98,13 +94,9 @@ def dataset(tmp_path: Path, server: Server) -> Path:
 
 
 def sweep(tmp_path: Path, dataset: Path, server: Server) -> tuple[int, str]:
-    env = {**os.environ, "POLYSQL_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [sys.executable, "-m", "polysql.cli", "sweep", "--dataset", f"bird:{dataset}",
-         "--engines", f"pg={server.engine()}", "--predictor", f"m={tmp_path / 'preds.jsonl'}",
-         "--max-rows", str(MAX_ROWS), "--out", str(tmp_path / "run")],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
-    return done.returncode, done.stdout + done.stderr
+    return run_sweep("--dataset", f"bird:{dataset}", "--engines", f"pg={server.engine()}",
+                     "--predictor", f"m={tmp_path / 'preds.jsonl'}",
+                     "--max-rows", str(MAX_ROWS), "--out", str(tmp_path / "run"))
 
 
 def test_a_verdict_whose_re_run_meets_an_outage_is_withheld_then_judged(

@@ -17,7 +17,12 @@ interpreter start-up included -- and, in the same run, with the baselines:
   SQLite file once, *outside* the timed part; the timed part is the client process: CREATE
   DATABASE, CREATE TABLE and LOAD DATA, no foreign keys. ``LOAD DATA + keys`` is the same
   client run that also ends with the foreign keys of the source, and the indexes InnoDB needs
-  under them, as polysql's copy has them: the same end state, for a like-for-like ratio. Also
+  under them, as polysql's copy has them: the same end state, for a like-for-like ratio.
+  ``sqlite3 + LOAD DATA`` (and ``+ keys``) is the whole job a user does without polysql, where
+  the ``sqlite3`` command-line shell is installed: the shell dumps each table (tab-separated,
+  ``\\N`` for NULL) inside the timed part, then the same client run loads the files. The
+  generated text holds no tab, newline or backslash, so the shell's unescaped output is
+  LOAD DATA's format; its reals are printed to 15 digits, so that copy is not checked. Also
   ``sqlite3mysql`` (PyPI ``sqlite3-to-mysql``) where installed, and polysql's own INSERT
   fallback (``polysql load`` with LOAD DATA switched off -- the multi-row INSERT path every load
   took before LOAD DATA, and the one a server with ``local_infile`` OFF still gets).
@@ -280,6 +285,37 @@ def mysql_client_command(url: str, client: str) -> list[str]:
     return cmd
 
 
+def dump_with_shell(shell: str, source: Path, folder: Path) -> dict[str, Path]:
+    """Each table dumped by the ``sqlite3`` shell, one process per table as a script would run
+    it; timed, as part of the whole job."""
+    files = {}
+    for table in ANCHOR_TABLES:
+        path = folder / f"{table}.tsv"
+        with path.open("wb") as out:
+            subprocess.run([shell, "-batch", "-tabs", "-nullvalue", "\\N", str(source),
+                            f'SELECT * FROM "{table}"'], check=True, stdout=out,
+                           stderr=subprocess.PIPE, timeout=3600)
+        files[table] = path
+    return files
+
+
+def shell_dump_is_exact(source: Path) -> bool:
+    """Whether the shell's unescaped tab-separated dump reads back as the text it holds: no
+    tab, newline or backslash anywhere (LOAD DATA would read those as separators or escapes)."""
+    con = sqlite3.connect(source)
+    try:
+        for table in ANCHOR_TABLES:
+            columns = [row[1] for row in con.execute(f'PRAGMA table_info("{table}")')]
+            special = " OR ".join(
+                f"instr(CAST(\"{c}\" AS TEXT), char({code})) > 0"
+                for c in columns for code in (9, 10, 13, 92))
+            if con.execute(f'SELECT count(*) FROM "{table}" WHERE {special}').fetchone()[0]:
+                return False
+        return True
+    finally:
+        con.close()
+
+
 # The source's foreign keys, as the anchor adds them when it keeps them (the child's index
 # first, which InnoDB needs under a foreign key; with the checks off, so no table is copied).
 ANCHOR_KEYS = [
@@ -361,6 +397,9 @@ def main() -> int:
     parser.add_argument("--pgloader", default=shutil.which("pgloader"))
     parser.add_argument("--sqlite3mysql", default=shutil.which("sqlite3mysql"))
     parser.add_argument("--mysql-client", default=shutil.which("mariadb") or shutil.which("mysql"))
+    parser.add_argument("--sqlite3", default=shutil.which("sqlite3"),
+                        help="the sqlite3 command-line shell, for the whole-job LOAD DATA anchor "
+                             "(dump, then load)")
     parser.add_argument("--duckdb-python", default=None,
                         help="a Python whose duckdb loads the sqlite extension: DuckDB's own "
                              "SQLite reader is then timed as the DuckDB baseline")
@@ -422,6 +461,26 @@ def main() -> int:
             "MySQL/MariaDB", "LOAD DATA + keys", lambda: load_data_anchor(
                 args.mysql_url, args.mysql_client, "load_data_keys_bench", files, keys=True),
             lambda: server_admin(args.mysql_url, "DROP DATABASE IF EXISTS load_data_keys_bench")))
+        if args.sqlite3 and shell_dump_is_exact(source):
+            dumps = work / "shell-dump"
+
+            def whole_job(database: str, *, keys: bool) -> None:
+                dumped = dump_with_shell(args.sqlite3, source, dumps)
+                load_data_anchor(args.mysql_url, args.mysql_client, database, dumped, keys=keys)
+
+            def fresh_dump(database: str) -> None:
+                shutil.rmtree(dumps, ignore_errors=True)
+                dumps.mkdir()
+                server_admin(args.mysql_url, f"DROP DATABASE IF EXISTS {database}")
+
+            contenders.append(Contender(
+                "MySQL/MariaDB", "sqlite3 + LOAD DATA",
+                lambda: whole_job("shell_load_bench", keys=False),
+                lambda: fresh_dump("shell_load_bench")))
+            contenders.append(Contender(
+                "MySQL/MariaDB", "sqlite3 + LOAD DATA + keys",
+                lambda: whole_job("shell_load_keys_bench", keys=True),
+                lambda: fresh_dump("shell_load_keys_bench")))
     contenders.append(Contender("MySQL/MariaDB", "polysql INSERTs",
                                 lambda: cli_load(source_url, inserts_target, insert_path=True),
                                 lambda: MySQLBackend.drop(inserts_target)))
@@ -450,30 +509,32 @@ def main() -> int:
             same = table_checksums(url, counts, quote) == source_sums
             verdicts[(target, label)] = "identical" if same else "DIFFERENT"
     server_admin(args.pg_url, "DROP DATABASE IF EXISTS pgloader_load_bench")
-    for name in ("load_data_bench", "load_data_keys_bench", "s2m_load_bench"):
+    for name in ("load_data_bench", "load_data_keys_bench", "shell_load_bench",
+                 "shell_load_keys_bench", "s2m_load_bench"):
         server_admin(args.mysql_url, f"DROP DATABASE IF EXISTS {name}")
     # polysql's copies too (databases, readers, load records): the bench leaves nothing behind
     MySQLBackend.drop(inserts_target)
     MySQLBackend.drop(my_target)
     drop_evaluation_database(pg, "polysql_load_bench")
 
-    print(f"\n{'target':<14} {'loader':<16} {'seconds':>8} {'rows/s':>11} {'ratio':>7} "
+    print(f"\n{'target':<14} {'loader':<26} {'seconds':>8} {'rows/s':>11} {'ratio':>7} "
           f"{'CPU s':>6} {'server':>7}  copy")
     for target in ("PostgreSQL", "DuckDB", "MySQL/MariaDB"):
         ours, *others = [c for c in contenders if c.target == target]
-        print(f"{target:<14} {ours.label:<16} {_seconds(ours.best):>8} {_rate(total, ours.best):>11} "
+        print(f"{target:<14} {ours.label:<26} {_seconds(ours.best):>8} {_rate(total, ours.best):>11} "
               f"{'':>7} {_cpu(ours.client_cpu):>6} {_cpu(ours.server_cpu):>7}  "
               f"{verdicts.get((target, ours.label), '-')}")
         if target == "PostgreSQL" and not args.pgloader:
             others.append(Contender(target, "pgloader", lambda: None))
         for other in others:
             ratio = f"{other.best / ours.best:.2f}x" if ours.best and other.best else "-"
-            print(f"{'':<14} {other.label:<16} {_seconds(other.best):>8} "
+            print(f"{'':<14} {other.label:<26} {_seconds(other.best):>8} "
                   f"{_rate(total, other.best):>11} {ratio:>7} {_cpu(other.client_cpu):>6} "
                   f"{_cpu(other.server_cpu):>7}  {verdicts.get((target, other.label), '')}")
     print(f"\nbest of {max(1, args.rounds)} round(s); polysql load runs as its own process "
           f"(interpreter start-up included); ratio = baseline time / polysql time (above 1.00x: "
-          f"polysql is faster); the LOAD DATA files were written before timing")
+          f"polysql is faster); the files of LOAD DATA (+ keys) were written before timing, those "
+          f"of sqlite3 + LOAD DATA (+ keys) by the sqlite3 shell inside it")
     print(f"CPU s: CPU-seconds of the loader's processes; server: of the database server's, when "
           f"it runs on this machine. On {os.cpu_count()} core(s) no load takes less wall time "
           f"than their sum divided by the cores.")

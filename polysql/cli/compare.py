@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from contextlib import ExitStack
 
 import click
 from rich.markup import escape
 
-from polysql.backends.base import DEFAULT_MAX_ROWS
 from polysql.cli.console import stdout
 from polysql.cli.main import EXIT_INVALID_GOLD, EXIT_MISMATCH
 from polysql.cli.options import parse_policy
-from polysql.core.errors import EngineUnavailableError
-from polysql.core.model import Result
-from polysql.core.urls import parse_url
-from polysql.engines.registry import connect
-from polysql.normalizers.compare import check_order_request, resolve_policy
-from polysql.normalizers.gold import judge_within_row_cap, run_gold
+from polysql.engines.judging import compare_queries
+from polysql.normalizers.compare import resolve_policy
 
 
 @click.command("compare")
@@ -39,25 +32,9 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
     when the gold query itself fails, since then nothing can be judged."""
     # a bad or contradictory policy is refused before any query runs (the gold may be slow)
     policy = resolve_policy(None, parse_policy(policy_items))
-    check_order_request(ordered, policy)
-    with connect(db_url) as gold_engine, ExitStack() as stack:
-        pred_engine = gold_engine if pred_url is None or pred_url == db_url \
-            else stack.enter_context(connect(pred_url))
-
-        def runner(max_rows: int) -> Callable[[str], Result]:
-            return lambda sql: gold_engine.execute(sql, timeout=timeout, max_rows=max_rows)
-
-        def rerun(max_rows: int) -> tuple[Callable[[str], Result], Result]:
-            return runner(max_rows), pred_engine.execute(pred_sql, timeout=timeout,
-                                                         max_rows=max_rows)
-
-        run = runner(DEFAULT_MAX_ROWS)
-        gold = run_gold(gold_sql, gold_engine.dialect, run, deferred=True)
-        _usable(gold.result, db_url)
-        pred = pred_engine.execute(pred_sql, timeout=timeout, max_rows=DEFAULT_MAX_ROWS)
-        _usable(pred, pred_url or db_url)
-        verdict = judge_within_row_cap(gold, pred, run, rerun, DEFAULT_MAX_ROWS, ordered=ordered,
-                                       policy=policy).verdict
+    same_engine = pred_url is None or pred_url == db_url
+    verdict = compare_queries(gold_sql, pred_sql, db_url, None if same_engine else pred_url,
+                              ordered=ordered, timeout=timeout, policy=policy)
     if as_json:
         stdout.print_json(json.dumps(verdict.to_dict(), default=str))
     else:
@@ -72,12 +49,3 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
     # a failed gold is the reference's fault, not the prediction's: scripts must tell them apart
     sys.exit(EXIT_INVALID_GOLD if verdict.details.get("invalid_gold") else EXIT_MISMATCH)
 
-
-def _usable(result: Result, url: str) -> None:
-    """An engine that could not run the statement at all (gone away, or refusing the login):
-    the engine's problem, exit 3 like any unusable engine -- never a verdict on the SQL."""
-    if result.unavailable:
-        assert result.error is not None
-        shown = parse_url(url).render_as_string(hide_password=True)
-        raise EngineUnavailableError(f"{shown} could not run the query: "
-                                     f"{result.error.message}")

@@ -199,7 +199,7 @@ def test_compare_on_a_server_url_is_an_engine_error_not_a_verdict(admin_url: URL
     result = CliRunner().invoke(main, ["compare", "--db", f"sqlite:///{gold_db}", "--gold",
                                        "SELECT 1", "--pred-db", server, "--pred", "SELECT 1"])
     assert result.exit_code == EXIT_ENGINE, result.output
-    assert "could not run the query" in result.output and "never runs as" in result.output
+    assert "could not run the predicted query" in result.output and "never runs as" in result.output
     assert "mismatch" not in result.output
 
 

@@ -61,5 +61,5 @@ def test_compare_says_the_engine_could_not_run_it_rather_than_mismatch(full_disk
         capture_output=True, text=True, timeout=120)
     output = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 3, output
-    assert "could not run the query" in output and "No space left on device" in output
+    assert "could not run the predicted query" in output and "No space left on device" in output
     assert "mismatch" not in output

@@ -1,6 +1,7 @@
 """polysql: evaluate SQL-producing systems across SQL dialects by dual execution.
 
-Public API (stable): :func:`connect`, :func:`compare`, :func:`load`, and the data types
+Public API (stable): :func:`connect`, :func:`compare`, :func:`compare_queries`, :func:`load`,
+and the data types
 :class:`Result`, :class:`ExecError`, :class:`Verdict`.
 """
 
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     from polysql.core.schema import LoadReport
 
 
-__all__ = ["ExecError", "Result", "Verdict", "__version__", "compare", "connect", "load"]
+__all__ = ["ExecError", "Result", "Verdict", "__version__", "compare", "compare_queries", "connect",
+           "load"]
 
 
 def connect(url: str | URL, **options: Any) -> Backend:
@@ -37,11 +39,26 @@ def compare(gold: Result, pred: Result, *, gold_sql: str | None = None,
             ordered: bool | None = None, **policy: Any) -> Verdict:
     """Decide whether ``pred`` answers the same as ``gold`` under the comparison contract
     (docs/comparison.md). ``ordered=None`` infers order sensitivity from ``gold_sql``, which also
-    lets NULLs sit where the prediction's engine puts them when that needs no re-run of the gold."""
+    lets NULLs sit where the prediction's engine puts them when that needs no re-run of the gold
+    (:func:`compare_queries` runs the queries and makes the re-runs some verdicts need)."""
     # imported on first call, as in connect() above
     from polysql.normalizers.gold import judge_results
 
     return judge_results(gold, pred, gold_sql=gold_sql, ordered=ordered, **policy)
+
+
+def compare_queries(gold_sql: str, pred_sql: str, engine: Backend | str | URL,
+                    pred_engine: Backend | str | URL | None = None, *,
+                    ordered: bool | None = None, **options: Any) -> Verdict:
+    """Run ``gold_sql`` on ``engine`` and ``pred_sql`` on ``pred_engine`` (default: the same
+    engine; either a Backend or an engine URL) and judge the prediction as a sweep and
+    ``polysql compare`` do, re-running the gold (and, when the row cap cut both, both queries)
+    where the verdict needs it. ``options``: ``timeout``, ``max_rows`` and compare's policy
+    options. An engine that cannot run a statement at all raises EngineUnavailableError."""
+    # imported on first call, as in connect() above
+    from polysql.engines.judging import compare_queries as _compare_queries
+
+    return _compare_queries(gold_sql, pred_sql, engine, pred_engine, ordered=ordered, **options)
 
 
 def load(source_url: str, target_url: str, **options: Any) -> LoadReport:

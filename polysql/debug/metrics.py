@@ -17,9 +17,10 @@ from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer import optimize
 from sqlglot.tokens import Token, TokenType
 
+from polysql.core.errors import EngineUnavailableError
 from polysql.core.outage import require_available
 from polysql.core.sqlglot_quiet import quietly
-from polysql.normalizers.compare import compare
+from polysql.engines.judging import judge_prediction
 
 if TYPE_CHECKING:
     from polysql.backends.base import Backend
@@ -144,10 +145,12 @@ def modify_better(prediction: str | None, buggy_sql: str, references: Sequence[s
 
 
 def execution_match(prediction: str | None, references: Sequence[str], backend: Backend) -> bool:
-    """Run the prediction and each reference on ``backend``; a match when the prediction's result
-    equals any reference's under polysql's comparison (order inferred from the reference). An
-    engine that could not run a statement at all raises EngineUnavailableError: an outage is
-    nobody's wrong answer (see :mod:`polysql.core.outage`)."""
+    """Run the prediction and each reference on ``backend``; a match when the prediction answers
+    as any reference does, judged as a sweep judges (order inferred from the reference, and the
+    reference re-run where a verdict needs it: a tie group its LIMIT cut, ties on ORDER BY keys
+    it does not return). A reference that fails matches nothing. An engine that could not run a
+    statement at all raises EngineUnavailableError: an outage is nobody's wrong answer (see
+    :mod:`polysql.core.outage`)."""
 
     if prediction is None:
         return False
@@ -155,7 +158,10 @@ def execution_match(prediction: str | None, references: Sequence[str], backend: 
     if not predicted.ok:
         return False
     for number, reference in enumerate(references, 1):
-        gold = require_available(backend.execute(reference), f"reference {number}")
-        if gold.ok and compare(gold, predicted, gold_sql=reference).match:
+        try:
+            verdict = judge_prediction(reference, prediction, predicted, backend)
+        except EngineUnavailableError as exc:
+            raise EngineUnavailableError(f"reference {number}: {exc}") from exc
+        if verdict.match:
             return True
     return False

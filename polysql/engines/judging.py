@@ -19,7 +19,7 @@ from polysql.core.errors import EngineUnavailableError
 from polysql.core.model import Result, Verdict
 from polysql.engines.registry import connect
 from polysql.normalizers.compare import check_order_request, resolve_policy
-from polysql.normalizers.gold import judge_within_row_cap, run_gold
+from polysql.normalizers.gold import GoldRuns, judge_within_row_cap, run_gold
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -43,25 +43,58 @@ def compare_queries(gold_sql: str, pred_sql: str, engine: Backend | str | URL,
     options, or ``policy=`` a preset name or a ComparePolicy; an unknown option raises
     ComparisonError before anything runs.
     """
-    options = {key: value for key, value in policy.items() if key != "policy"}
-    check_order_request(ordered, resolve_policy(policy.get("policy"), options))
+    _check_policy(ordered, policy)
     with ExitStack() as opened:
         gold_engine = _backend(engine, opened)
         predicting = gold_engine if pred_engine is None else _backend(pred_engine, opened)
-
-        def runner(cap: int) -> Callable[[str], Result]:
-            return lambda sql: gold_engine.execute(sql, timeout=timeout, max_rows=cap)
-
-        def rerun(cap: int) -> tuple[Callable[[str], Result], Result]:
-            return runner(cap), predicting.execute(pred_sql, timeout=timeout, max_rows=cap)
-
-        run = runner(max_rows)
-        gold = run_gold(gold_sql, gold_engine.dialect, run, deferred=True)
-        _usable(gold.result, gold_engine, "gold")
+        gold = _run_gold(gold_sql, gold_engine, timeout, max_rows)
         pred = predicting.execute(pred_sql, timeout=timeout, max_rows=max_rows)
-        _usable(pred, predicting, "predicted")
-        return judge_within_row_cap(gold, pred, run, rerun, max_rows, ordered=ordered,
-                                    **policy).verdict
+        return _judge(gold, pred_sql, pred, gold_engine, predicting, ordered=ordered,
+                      timeout=timeout, max_rows=max_rows, **policy)
+
+
+def judge_prediction(gold_sql: str, pred_sql: str, pred: Result, engine: Backend,
+                     pred_engine: Backend | None = None, *, ordered: bool | None = None,
+                     timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+                     **policy: Any) -> Verdict:
+    """:func:`compare_queries` for a prediction already run: ``pred`` is ``pred_sql``'s result
+    on ``pred_engine`` (default: ``engine``) under ``timeout`` and ``max_rows``, run again only
+    under a higher row cap when the verdict needs it. One prediction can so be judged against
+    several golds without running it for each."""
+    _check_policy(ordered, policy)
+    predicting = engine if pred_engine is None else pred_engine
+    gold = _run_gold(gold_sql, engine, timeout, max_rows)
+    return _judge(gold, pred_sql, pred, engine, predicting, ordered=ordered, timeout=timeout,
+                  max_rows=max_rows, **policy)
+
+
+def _check_policy(ordered: bool | None, policy: dict[str, Any]) -> None:
+    """Refuse an unknown or contradictory policy before anything runs (a gold may be slow)."""
+    options = {key: value for key, value in policy.items() if key != "policy"}
+    check_order_request(ordered, resolve_policy(policy.get("policy"), options))
+
+
+def _run_gold(gold_sql: str, engine: Backend, timeout: float, max_rows: int) -> GoldRuns:
+    gold = run_gold(gold_sql, engine.dialect, _runner(engine, timeout, max_rows), deferred=True)
+    _usable(gold.result, engine, "gold")
+    return gold
+
+
+def _runner(engine: Backend, timeout: float, max_rows: int) -> Callable[[str], Result]:
+    return lambda sql: engine.execute(sql, timeout=timeout, max_rows=max_rows)
+
+
+def _judge(gold: GoldRuns, pred_sql: str, pred: Result, gold_engine: Backend,
+           pred_engine: Backend, *, ordered: bool | None, timeout: float, max_rows: int,
+           **policy: Any) -> Verdict:
+    _usable(pred, pred_engine, "predicted")
+
+    def rerun(cap: int) -> tuple[Callable[[str], Result], Result]:
+        return (_runner(gold_engine, timeout, cap),
+                pred_engine.execute(pred_sql, timeout=timeout, max_rows=cap))
+
+    return judge_within_row_cap(gold, pred, _runner(gold_engine, timeout, max_rows), rerun,
+                                max_rows, ordered=ordered, **policy).verdict
 
 
 def _backend(engine: Backend | str | URL, opened: ExitStack) -> Backend:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: where a benchmark draws unless told otherwise (relative to the current folder)
 DEFAULT_FOLDER = Path("benchmark-figures")
@@ -48,9 +49,11 @@ def draw_bars(path: Path, title: str, bars: list[Bar], *, xlabel: str, note: str
             height=0.65)
     ax.set_yticks(positions, [bar.label for bar in bars], fontsize=9)
     widest = max([*values, *(bar.target or 0.0 for bar in bars)], default=0.0) or 1.0
+    notes = []
     for position, bar in zip(positions, bars, strict=True):
         text = bar.text or ("not run" if bar.value is None else f"{bar.value:.3g}")
-        ax.text((bar.value or 0.0) + widest * 0.01, position, text, va="center", fontsize=8)
+        notes.append(ax.text((bar.value or 0.0) + widest * 0.01, position, text, va="center",
+                             fontsize=8))
         if bar.target is not None:
             ax.plot([bar.target, bar.target], [position - 0.4, position + 0.4], color=_TARGET,
                     linewidth=2)
@@ -67,6 +70,21 @@ def draw_bars(path: Path, title: str, bars: list[Bar], *, xlabel: str, note: str
     if note:
         fig.text(0.01, 0.01, note, fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
+    _fit_notes(fig, ax, notes, widest)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _fit_notes(fig: Any, ax: Any, notes: list[Any], widest: float) -> None:
+    """Widen the x axis until the text beside every bar ends inside it. A note is as wide in
+    pixels whatever the axis spans, so the axis end x must satisfy start + width * x / axis
+    width <= x for every note: x >= start / (1 - width / axis width)."""
+    renderer = fig.canvas.get_renderer()
+    axis_width = ax.get_window_extent(renderer).width
+    needed = widest * 1.05
+    for text in notes:
+        share = text.get_window_extent(renderer).width / axis_width
+        if share < 0.9:  # a note wider than the axis itself cannot be fitted by widening
+            needed = max(needed, text.get_position()[0] / (1 - share) * 1.02)
+    ax.set_xlim(0, max(needed, widest * 1.25))

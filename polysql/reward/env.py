@@ -11,6 +11,7 @@ never a policy's reward of 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ from polysql.datasets.reward.tasks import ISSUE_TYPES, RewardTask
 from polysql.engines.copies import EvaluationCopies
 from polysql.engines.registry import default_grading_engine
 from polysql.engines.timing import TimingError, time_pair
-from polysql.normalizers.compare import compare
+from polysql.normalizers.gold import GoldRuns, judge, run_gold
 
 __all__ = ["COMPONENTS", "DEFAULT_WEIGHTS", "NEUTRAL_SPEEDUP", "ROW_THRESHOLD", "SPEEDUP_CAP",
            "WRONG_RESULT_CAP", "Action", "Grade", "GradeMask", "Observation", "RewardEnv",
@@ -253,8 +254,15 @@ class RewardEnv:
             return Grade(task.id, scores, 0.0, "empty", False, None, detail="no SQL submitted")
         # An engine that cannot run a statement at all is an outage, never a reward of 0 for the
         # policy: EngineUnavailableError, and the caller grades again once the engine is back.
-        original = require_available(backend.execute(task.original_sql, timeout=self.timeout),
+        def run_original(text: str) -> Result:
+            return require_available(backend.execute(text, timeout=self.timeout),
                                      f"task {task.id}: the original query")
+
+        # With the re-runs a comparison may need (deferred until a candidate's rows differ):
+        # rows tied on ORDER BY keys the original does not return, or cut by its LIMIT, may
+        # come in any order or be others of the tie group, as everywhere else rows are judged.
+        original_runs = run_gold(task.original_sql, backend.dialect, run_original, deferred=True)
+        original = original_runs.result
         if not original.ok:
             raise PolysqlError(f"task {task.id}: the original query failed: {original.error}")
         candidate = require_available(backend.execute(sql, timeout=self.timeout),
@@ -264,7 +272,7 @@ class RewardEnv:
             return Grade(task.id, scores, 0.0, kind, False, None,
                          detail=f"{candidate.error.kind}: {candidate.error.message[:200]}")
         match, method, partial, detail = self._same_rows(backend, task.original_sql, sql,
-                                                         original, candidate)
+                                                         original_runs, candidate, run_original)
         scores["correctness"] = 1.0 if match else (PARTIAL_CORRECTNESS if partial else 0.0)
         if not match:
             return Grade(task.id, scores, 0.0, "wrong_result", False, method, detail=detail)
@@ -287,16 +295,17 @@ class RewardEnv:
         return grade
 
     def _same_rows(self, backend: Backend, original_sql: str, candidate_sql: str,
-                   original: Result, candidate: Result) -> tuple[bool, str, bool, str]:
+                   original_runs: GoldRuns, candidate: Result,
+                   run_original: Callable[[str], Result]) -> tuple[bool, str, bool, str]:
         """(match, method, partial, detail). ``partial``: same row and column counts."""
 
+        original = original_runs.result
         shape_ok = (len(original.columns) == len(candidate.columns)
                     and len(original.rows) == len(candidate.rows))
         small = (not original.truncated and not candidate.truncated
                  and max(len(original.rows), len(candidate.rows)) <= self.row_threshold)
         if small:
-            verdict = compare(original, candidate, gold_sql=original_sql,
-                                      dialect=backend.dialect)
+            verdict = judge(original_runs, candidate, run_original)
             return verdict.match, "rows", shape_ok, verdict.reason
         template = backend.info.checksum_sql  # None: the engine has no checksum query
         method = "checksum" if template else "count"

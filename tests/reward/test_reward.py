@@ -97,6 +97,28 @@ def test_ordered_original_rejects_reordered_rows(env: RewardEnv) -> None:
     assert not env.grade(Action(sql=reordered), task.id).results_match
 
 
+def test_another_row_of_a_tie_group_the_limit_cut_is_the_same_answer(env: RewardEnv) -> None:
+    """Categories 7 and 10 both hold the most products: the original keeps one of them, and a
+    rewrite that keeps the other answers the same question, as the rewrite harness and every
+    other judged comparison accept. Which one the original keeps is the engine's choice, so both
+    tie-breaks are submitted; a rewrite outside the tie group is still wrong."""
+    original = ("SELECT category_id FROM products GROUP BY category_id "
+                "ORDER BY count(*) DESC LIMIT 1")
+    (task,) = parse_tasks({"tasks": [{
+        "id": "retail-top-category", "database": {"dataset": "demo", "db_id": "retail"},
+        "original": original, "reference": original, "issues": [ISSUE_TYPES[0]],
+        "summary": "a tie at the top"}]})
+    with RewardEnv([task], env.engine_url, runs=1, warmup=0, timeout=2.0) as tied:
+        for tie_break in ("category_id", "category_id DESC"):
+            rewrite = (f"SELECT category_id FROM products GROUP BY category_id "
+                       f"ORDER BY count(*) DESC, {tie_break} LIMIT 1")
+            grade = tied.grade(Action(sql=rewrite), task.id)
+            assert grade.results_match, (tie_break, grade.detail)
+        fewest = ("SELECT category_id FROM products GROUP BY category_id "
+                  "ORDER BY count(*), category_id LIMIT 1")
+        assert not tied.grade(Action(sql=fewest), task.id).results_match
+
+
 def test_timeout_gets_no_speedup_credit(env: RewardEnv) -> None:
     task = BY_ID["retail-sorted-count"]
     grade = env.grade(Action(sql=EXPLOSIVE, issues=task.issues), task.id)

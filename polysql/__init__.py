@@ -1,8 +1,7 @@
 """polysql: evaluate SQL-producing systems across SQL dialects by dual execution.
 
 Public API (stable): :func:`connect`, :func:`compare`, :func:`compare_queries`, :func:`load`,
-and the data types
-:class:`Result`, :class:`ExecError`, :class:`Verdict`.
+and the data types :class:`Result`, :class:`ExecError`, :class:`Verdict`.
 """
 
 from __future__ import annotations

@@ -48,4 +48,3 @@ def compare_cmd(db_url: str, gold_sql: str, pred_sql: str, pred_url: str | None,
         sys.exit(0)
     # a failed gold is the reference's fault, not the prediction's: scripts must tell them apart
     sys.exit(EXIT_INVALID_GOLD if verdict.details.get("invalid_gold") else EXIT_MISMATCH)
-

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.engine import URL
+
 from polysql.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from polysql.core.errors import EngineUnavailableError
 from polysql.core.model import Result, Verdict
@@ -22,8 +24,6 @@ from polysql.normalizers.compare import check_order_request, resolve_policy
 from polysql.normalizers.gold import GoldRuns, judge_within_row_cap, run_gold
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import URL
-
     from polysql.backends.base import Backend
 
 
@@ -99,9 +99,9 @@ def _judge(gold: GoldRuns, pred_sql: str, pred: Result, gold_engine: Backend,
 
 def _backend(engine: Backend | str | URL, opened: ExitStack) -> Backend:
     """``engine`` itself, or the engine its URL names, opened for this call only."""
-    if hasattr(engine, "execute"):
-        return engine  # type: ignore[return-value]
-    return opened.enter_context(connect(engine))  # type: ignore[arg-type]
+    if isinstance(engine, str | URL):
+        return opened.enter_context(connect(engine))
+    return engine
 
 
 def _usable(result: Result, engine: Backend, which: str) -> None:
